@@ -1,0 +1,14 @@
+#pragma once
+// Factories of the GPU implementations. Always available: without CUDA (or on a GPU the kernels
+// were not built for) the implementation reports "not supported" instead of failing.
+#include "harness/core/implementation.hpp"
+
+namespace dsa::gpu {
+
+ImplementationPtr make_gpu_sparse();  // block-table path: paged sparse bf16 scores
+ImplementationPtr make_gpu_mask();    // mask path: dense fp32 scores inside published blocks
+
+// A one-line description of the CUDA device this process would use, or why there is none.
+std::string describe_device();
+
+}  // namespace dsa::gpu

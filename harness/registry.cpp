@@ -1,0 +1,48 @@
+#include "harness/registry.hpp"
+
+#include "gpu/gpu_implementations.hpp"
+#include "harness/core/errors.hpp"
+
+namespace dsa {
+
+const char* path_name(PathKind path) {
+  switch (path) {
+    case PathKind::sparse: return "sparse";
+    case PathKind::mask: return "mask";
+    case PathKind::exact: return "exact";
+  }
+  return "?";
+}
+
+const std::vector<RegistryEntry>& registry() {
+  static const std::vector<RegistryEntry> entries = {
+      {"reference-sparse", PathKind::sparse, "CPU reference, block-table path (bf16 sparse scores)"},
+      {"reference-mask", PathKind::mask, "CPU reference, mask path (fp32 dense scores)"},
+      {"reference-exact", PathKind::exact, "CPU reference, fp64 ranking at every level"},
+      {"gpu-sparse", PathKind::sparse, "CUDA block-table path"},
+      {"gpu-mask", PathKind::mask, "CUDA mask path"},
+  };
+  return entries;
+}
+
+PathKind path_of(const std::string& name) {
+  for (const RegistryEntry& e : registry())
+    if (e.name == name) return e.path;
+  if (name.rfind("recorded:", 0) == 0) {
+    if (name.find("mask") != std::string::npos) return PathKind::mask;
+    if (name.find("exact") != std::string::npos) return PathKind::exact;
+    return PathKind::sparse;
+  }
+  throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
+}
+
+std::string reference_for(PathKind path) { return std::string("reference-") + path_name(path); }
+
+ImplementationPtr make_implementation(const std::string& name, const Batch& batch) {
+  (void)batch;
+  if (name == "gpu-sparse") return gpu::make_gpu_sparse();
+  if (name == "gpu-mask") return gpu::make_gpu_mask();
+  throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
+}
+
+}  // namespace dsa

@@ -1,0 +1,7 @@
+#pragma once
+// One include for Catch2 2 (Debian 12) and Catch2 3 (Ubuntu 24.04).
+#if __has_include(<catch2/catch_all.hpp>)
+#include <catch2/catch_all.hpp>
+#else
+#include <catch2/catch.hpp>
+#endif

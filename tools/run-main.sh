@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's main command: installs what is missing, builds, and replays the bundled fixtures
+# through every implementation this machine can run. Extra arguments go to `replay`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh
+cmake --preset default >/dev/null
+cmake --build --preset default --target dsa-harness
+exec build/dsa-harness replay "$@"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, runs the whole test suite.
+# GPU tests (label gpu) exit 77 without a GPU and show as skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh
+cmake --preset default >/dev/null
+cmake --build --preset default
+ctest --preset default "$@"
