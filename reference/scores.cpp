@@ -1,0 +1,524 @@
+#include "reference/scores.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "reference/formats.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define DSA_REF_AVX2 1
+#else
+#define DSA_REF_AVX2 0
+#endif
+
+namespace dsa::ref {
+
+// ---------------------------------------------------------------------------------------------
+// Exact sums of the four group terms
+// ---------------------------------------------------------------------------------------------
+
+void group_sums(const uint8_t* q64, const uint8_t* k64, int32_t g4[4]) {
+  for (int g = 0; g < 4; ++g) {
+    int32_t sum = 0;
+    for (int d = 32 * g; d < 32 * g + 32; ++d) sum += fp4_twice(fp4_code_at(q64, d)) * fp4_twice(fp4_code_at(k64, d));
+    g4[g] = sum;
+  }
+}
+
+namespace {
+
+// Largest exponent spread for which the double sum of four terms |G| < 2^13 is exact:
+// |sum| < 2^(15 + spread) must fit 53 bits.
+constexpr int kExactSpread = 38;
+
+// A non-negative integer of up to 18 x 32 bits (the exact sum shifted to the smallest
+// exponent spans at most 506 + 15 bits).
+struct BigNat {
+  static constexpr int kLimbs = 18;
+  uint32_t limb[kLimbs] = {};
+
+  void add_shifted(uint32_t value, int shift) {
+    uint64_t carry = uint64_t(value) << (shift % 32);
+    for (int i = shift / 32; i < kLimbs && carry; ++i) {
+      carry += limb[i];
+      limb[i] = uint32_t(carry);
+      carry >>= 32;
+    }
+  }
+  bool less_than(const BigNat& o) const {
+    for (int i = kLimbs - 1; i >= 0; --i)
+      if (limb[i] != o.limb[i]) return limb[i] < o.limb[i];
+    return false;
+  }
+  void subtract(const BigNat& o) {  // requires *this >= o
+    int64_t borrow = 0;
+    for (int i = 0; i < kLimbs; ++i) {
+      int64_t v = int64_t(limb[i]) - o.limb[i] - borrow;
+      borrow = v < 0;
+      limb[i] = uint32_t(v + (borrow << 32));
+    }
+  }
+  int top_bit() const {  // -1 for zero
+    for (int i = kLimbs - 1; i >= 0; --i)
+      if (limb[i]) return 32 * i + 31 - __builtin_clz(limb[i]);
+    return -1;
+  }
+  bool bit(int i) const { return i >= 0 && ((limb[i / 32] >> (i % 32)) & 1u); }
+  bool any_below(int n) const {  // any bit with index < n
+    for (int i = 0; i < kLimbs && 32 * i < n; ++i) {
+      const int hi = std::min(32, n - 32 * i);
+      const uint32_t mask = hi == 32 ? 0xFFFFFFFFu : ((1u << hi) - 1u);
+      if (limb[i] & mask) return true;
+    }
+    return false;
+  }
+  uint64_t bits_from(int lo, int count) const {  // count <= 53
+    uint64_t v = 0;
+    for (int i = count - 1; i >= 0; --i) v = (v << 1) | uint64_t(bit(lo + i));
+    return v;
+  }
+};
+
+// Rounds (-1)^neg * M * 2^e_min to a binary format with `precision` significand bits and
+// smallest lsb exponent `min_lsb` (RNE, gradual underflow), returned as a double (exact).
+double round_big(const BigNat& m, bool neg, int e_min, int precision, int min_lsb) {
+  const int top = m.top_bit();
+  if (top < 0) return 0.0;
+  const int lsb = std::max(top + e_min - (precision - 1), min_lsb);
+  const int drop = lsb - e_min;  // low bits of M that do not fit
+  uint64_t mant;
+  if (drop <= 0) {
+    mant = m.bits_from(0, top + 1) << (-drop);
+  } else {
+    mant = m.bits_from(drop, top + 1 - drop > 0 ? top + 1 - drop : 0);
+    const bool half = m.bit(drop - 1);
+    const bool sticky = m.any_below(drop - 1);
+    if (half && (sticky || (mant & 1u))) ++mant;
+  }
+  const double v = std::ldexp(double(mant), lsb);  // exact, or inf past the format's range
+  return neg ? -v : v;
+}
+
+// The exact sum of sum_g G_g * 2^e_g, rounded once to the given format.
+double combine_exact(const int32_t g4[4], const int e4[4], int precision, int min_lsb, int max_exp) {
+  int e_min = INT32_MAX, e_max = INT32_MIN;
+  for (int g = 0; g < 4; ++g)
+    if (g4[g] != 0) { e_min = std::min(e_min, e4[g]); e_max = std::max(e_max, e4[g]); }
+  if (e_min == INT32_MAX) return 0.0;
+  if (e_max - e_min <= kExactSpread) {
+    double sum = 0.0;  // exact: see kExactSpread
+    for (int g = 0; g < 4; ++g) sum += std::ldexp(double(g4[g]), e4[g]);
+    if (precision == 53) return sum;
+    (void)max_exp;
+    return double(float(sum));  // one RNE rounding of an exact value (subnormals, overflow)
+  }
+  BigNat pos, neg;
+  for (int g = 0; g < 4; ++g) {
+    if (g4[g] > 0) pos.add_shifted(uint32_t(g4[g]), e4[g] - e_min);
+    if (g4[g] < 0) neg.add_shifted(uint32_t(-g4[g]), e4[g] - e_min);
+  }
+  const bool negative = pos.less_than(neg);
+  if (negative) { neg.subtract(pos); return round_big(neg, true, e_min, precision, min_lsb); }
+  pos.subtract(neg);
+  return round_big(pos, false, e_min, precision, min_lsb);
+}
+
+void group_exponents(const uint8_t qs4[4], const uint8_t ks4[4], int e4[4]) {
+  for (int g = 0; g < 4; ++g) e4[g] = int(qs4[g]) + int(ks4[g]) - 256;
+}
+
+}  // namespace
+
+float combine_fp32(const int32_t g4[4], const uint8_t qs4[4], const uint8_t ks4[4]) {
+  int e4[4];
+  group_exponents(qs4, ks4, e4);
+  return float(combine_exact(g4, e4, 24, -149, 127));
+}
+
+double combine_fp64(const int32_t g4[4], const uint8_t qs4[4], const uint8_t ks4[4]) {
+  int e4[4];
+  group_exponents(qs4, ks4, e4);
+  return combine_exact(g4, e4, 53, -1074, 1023);
+}
+
+float head_score_fp32(const uint8_t* q64, const uint8_t* qs4, const uint8_t* k64, const uint8_t* ks4) {
+  int32_t g4[4];
+  group_sums(q64, k64, g4);
+  return combine_fp32(g4, qs4, ks4);
+}
+
+double head_score_fp64(const uint8_t* q64, const uint8_t* qs4, const uint8_t* k64, const uint8_t* ks4) {
+  int32_t g4[4];
+  group_sums(q64, k64, g4);
+  return combine_fp64(g4, qs4, ks4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scores of one position from its 32 head scores
+// ---------------------------------------------------------------------------------------------
+
+float dense_score(const float s[kHeads], const float w[kHeads]) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int h = 0; h < kHeads; ++h) acc[h & 3] = std::fma(std::max(s[h], 0.0f), w[h], acc[h & 3]);
+  return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
+namespace {
+// Rounds x + e (|e| <= half an ulp of x, e the error of a double operation) to float by
+// round-to-odd, so that a later RNE to bf16 is a single rounding of the exact value.
+float round_to_odd_float(double x, double e) {
+  float f = float(x);
+  if (std::isinf(f) && !std::isinf(x)) f = std::copysign(FLT_MAX, float(x));
+  const double fd = double(f);
+  bool inexact = fd != x || e != 0.0;
+  if (!inexact) return f;
+  // Truncate the exact value x + e toward zero.
+  const bool above = fd != x ? std::fabs(fd) > std::fabs(x) : (e != 0.0 && std::signbit(e) != std::signbit(x));
+  if (above) f = std::nextafter(f, 0.0f);
+  return bits_float(float_bits(f) | 1u);
+}
+
+// bf16 of the exact sum x + y of two finite doubles, one rounding.
+uint16_t bf16_of_sum(double x, double y) {
+  const double s = x + y;
+  if (!std::isfinite(s)) return bf16_rne(float(s));
+  const double b = s - x;
+  const double err = (x - (s - b)) + (y - b);  // TwoSum: x + y == s + err exactly
+  if (s == 0.0) return bf16_rne(float(s));
+  return bf16_rne(round_to_odd_float(s, err));
+}
+}  // namespace
+
+uint16_t bf16_from_double(double x) {
+  if (!std::isfinite(x) || x == 0.0) return bf16_rne(float(x));
+  return bf16_rne(round_to_odd_float(x, 0.0));
+}
+
+uint16_t bf16_fma(uint16_t a, uint16_t b, uint16_t c) {
+  const double fa = bf16_to_float(a), fb = bf16_to_float(b), fc = bf16_to_float(c);
+  if (!std::isfinite(fa) || !std::isfinite(fb) || !std::isfinite(fc))
+    return bf16_rne(float(fa * fb + fc));
+  return bf16_of_sum(fa * fb, fc);  // 8 x 8 significant bits: the product is exact in double
+}
+
+uint16_t sparse_score(const float s[kHeads], const float w[kHeads]) {
+  uint16_t acc[4] = {0, 0, 0, 0};
+  for (int h = 0; h < kHeads; ++h) {
+    uint16_t a = bf16_rne(s[h]);
+    if (a & 0x8000u) a = 0;  // negative (and -0) -> +0
+    acc[h & 3] = bf16_fma(a, bf16_rne(w[h]), acc[h & 3]);
+  }
+  const auto add = [](uint16_t x, uint16_t y) {
+    const double fx = bf16_to_float(x), fy = bf16_to_float(y);
+    if (!std::isfinite(fx) || !std::isfinite(fy)) return bf16_rne(float(fx + fy));
+    return bf16_of_sum(fx, fy);
+  };
+  return add(add(acc[0], acc[2]), add(acc[1], acc[3]));
+}
+
+double exact_score(const double s[kHeads], const float w[kHeads]) {
+  double sum = 0.0;
+  for (int h = 0; h < kHeads; ++h) sum += double(w[h]) * std::max(s[h], 0.0);
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row level: tiles of positions, decoded once, scored for every row and head
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kTile = 128;  // positions per tile
+
+struct KeyTile {
+  int n = 0;
+  int span = 0;                       // max over positions of (max - min) key exponent
+  alignas(32) float k[4][32][kTile];  // fp4_twice values, [group][dim][position]
+  alignas(32) double kf[4][kTile];    // 2^(E - 129): key scale and the 1/4 of the twice codes
+  uint8_t ks[kTile][4];
+  int32_t pos[kTile];
+};
+
+struct QueryPrep {
+  alignas(32) float q[kHeads][kHeadDim];  // fp4_twice values
+  double qf[kHeads][4];                   // 2^(E - 127)
+  int span[kHeads];
+  uint8_t qs[kHeads][4];
+  float w[kHeads];
+};
+
+void prepare_query(const QueryRow& row, QueryPrep& p) {
+  for (int h = 0; h < kHeads; ++h) {
+    const uint8_t* q = row.q + h * kPackedDim;
+    const uint8_t* s = row.q_scale + h * kScaleGroups;
+    for (int d = 0; d < kHeadDim; ++d) p.q[h][d] = float(fp4_twice(fp4_code_at(q, d)));
+    int lo = 255, hi = 0;
+    for (int g = 0; g < 4; ++g) {
+      p.qs[h][g] = s[g];
+      p.qf[h][g] = std::ldexp(1.0, int(s[g]) - 127);
+      lo = std::min(lo, int(s[g]));
+      hi = std::max(hi, int(s[g]));
+    }
+    p.span[h] = hi - lo;
+    p.w[h] = row.weights ? row.weights[h] : 0.0f;
+  }
+}
+
+// Decodes positions (a list, or the range [first, first + n) when list == nullptr).
+void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, KeyTile& t) {
+  t.n = n;
+  t.span = 0;
+  for (int i = 0; i < kTile; ++i) {
+    if (i < n) {
+      const int64_t p = list ? list[i] : first + i;
+      t.pos[i] = int32_t(p);
+      const uint8_t* k = keys.payload(p);
+      const uint8_t* s = keys.scale(p);
+      for (int d = 0; d < kHeadDim; ++d) t.k[d / 32][d % 32][i] = float(fp4_twice(fp4_code_at(k, d)));
+      int lo = 255, hi = 0;
+      for (int g = 0; g < 4; ++g) {
+        t.ks[i][g] = s[g];
+        t.kf[g][i] = std::ldexp(1.0, int(s[g]) - 129);
+        lo = std::min(lo, int(s[g]));
+        hi = std::max(hi, int(s[g]));
+      }
+      t.span = std::max(t.span, hi - lo);
+    } else {  // padding: zero keys score +0
+      t.pos[i] = -1;
+      for (int d = 0; d < kHeadDim; ++d) t.k[d / 32][d % 32][i] = 0.0f;
+      for (int g = 0; g < 4; ++g) { t.ks[i][g] = 127; t.kf[g][i] = 0.25; }
+    }
+  }
+}
+
+// Group sums of 4 heads x 16 positions of one group: out[head][position], exact integers.
+void group_block(const QueryPrep& q, int h0, int g, const KeyTile& t, int p0, float out[4][16]) {
+#if DSA_REF_AVX2
+  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00,
+         a31 = a00;
+  const float* q0 = &q.q[h0][32 * g];
+  const float* q1 = &q.q[h0 + 1][32 * g];
+  const float* q2 = &q.q[h0 + 2][32 * g];
+  const float* q3 = &q.q[h0 + 3][32 * g];
+  for (int d = 0; d < 32; ++d) {
+    const __m256 k0 = _mm256_load_ps(&t.k[g][d][p0]);
+    const __m256 k1 = _mm256_load_ps(&t.k[g][d][p0 + 8]);
+    __m256 b = _mm256_broadcast_ss(q0 + d);
+    a00 = _mm256_fmadd_ps(b, k0, a00); a01 = _mm256_fmadd_ps(b, k1, a01);
+    b = _mm256_broadcast_ss(q1 + d);
+    a10 = _mm256_fmadd_ps(b, k0, a10); a11 = _mm256_fmadd_ps(b, k1, a11);
+    b = _mm256_broadcast_ss(q2 + d);
+    a20 = _mm256_fmadd_ps(b, k0, a20); a21 = _mm256_fmadd_ps(b, k1, a21);
+    b = _mm256_broadcast_ss(q3 + d);
+    a30 = _mm256_fmadd_ps(b, k0, a30); a31 = _mm256_fmadd_ps(b, k1, a31);
+  }
+  _mm256_storeu_ps(out[0], a00); _mm256_storeu_ps(out[0] + 8, a01);
+  _mm256_storeu_ps(out[1], a10); _mm256_storeu_ps(out[1] + 8, a11);
+  _mm256_storeu_ps(out[2], a20); _mm256_storeu_ps(out[2] + 8, a21);
+  _mm256_storeu_ps(out[3], a30); _mm256_storeu_ps(out[3] + 8, a31);
+#else
+  for (int i = 0; i < 4; ++i)
+    for (int p = 0; p < 16; ++p) {
+      float sum = 0.0f;  // integers below 2^13: exact in any order
+      for (int d = 0; d < 32; ++d) sum += q.q[h0 + i][32 * g + d] * t.k[g][d][p0 + p];
+      out[i][p] = sum;
+    }
+#endif
+}
+
+// Head scores of one row against one tile: s[h][p] (fp32) and, when sd != nullptr, the exact
+// sums as doubles sd[h][p].
+void tile_heads(const QueryPrep& q, const KeyTile& t, float (*s)[kTile], double (*sd)[kTile]) {
+  const int blocks = (t.n + 15) / 16;
+  float gsum[4][4][16];  // [group][head][position]
+  for (int h0 = 0; h0 < kHeads; h0 += 4) {
+    for (int b = 0; b < blocks; ++b) {
+      const int p0 = 16 * b;
+      for (int g = 0; g < 4; ++g) group_block(q, h0, g, t, p0, gsum[g]);
+      for (int i = 0; i < 4; ++i) {
+        const int h = h0 + i;
+        if (q.span[h] + t.span <= kExactSpread) {
+          // Exact in double (see kExactSpread), then one rounding to fp32.
+#if DSA_REF_AVX2
+          for (int p = 0; p < 16; p += 4) {
+            __m256d acc = _mm256_mul_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(&gsum[0][i][p])),
+                                                      _mm256_set1_pd(q.qf[h][0])),
+                                        _mm256_load_pd(&t.kf[0][p0 + p]));
+            for (int g = 1; g < 4; ++g)
+              acc = _mm256_fmadd_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(&gsum[g][i][p])),
+                                                  _mm256_set1_pd(q.qf[h][g])),
+                                    _mm256_load_pd(&t.kf[g][p0 + p]), acc);
+            _mm_storeu_ps(&s[h][p0 + p], _mm256_cvtpd_ps(acc));
+            if (sd) _mm256_storeu_pd(&sd[h][p0 + p], acc);
+          }
+#else
+          for (int p = 0; p < 16; ++p) {
+            double acc = 0.0;
+            for (int g = 0; g < 4; ++g) acc += double(gsum[g][i][p]) * q.qf[h][g] * t.kf[g][p0 + p];
+            s[h][p0 + p] = float(acc);
+            if (sd) sd[h][p0 + p] = acc;
+          }
+#endif
+        } else {
+          for (int p = 0; p < 16; ++p) {
+            const int32_t g4[4] = {int32_t(gsum[0][i][p]), int32_t(gsum[1][i][p]), int32_t(gsum[2][i][p]),
+                                   int32_t(gsum[3][i][p])};
+            s[h][p0 + p] = combine_fp32(g4, q.qs[h], t.ks[p0 + p]);
+            if (sd) sd[h][p0 + p] = combine_fp64(g4, q.qs[h], t.ks[p0 + p]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Throws ScoreOverflow for the first (position, head) among the first n columns that overflowed.
+void check_overflow(const float (*s)[kTile], const KeyTile& t, int n) {
+  bool any = false;
+  for (int h = 0; h < kHeads && !any; ++h)
+    for (int p = 0; p < n; ++p) any |= std::isinf(s[h][p]);
+  if (!any) return;
+  for (int p = 0; p < n; ++p)
+    for (int h = 0; h < kHeads; ++h)
+      if (std::isinf(s[h][p])) throw ScoreOverflow(t.pos[p], h);
+}
+
+// Dense scores of the first n columns: the 4-lane order, vectorised over positions.
+void tile_dense(const float (*s)[kTile], const float* w, int n, float* out) {
+  alignas(32) float lanes[4][kTile];
+  const int cols = (n + 7) / 8 * 8;
+#if DSA_REF_AVX2
+  for (int p = 0; p < cols; p += 8) {
+    __m256 acc[4];
+    for (int l = 0; l < 4; ++l) acc[l] = _mm256_setzero_ps();
+    for (int h = 0; h < kHeads; ++h) {
+      const __m256 r = _mm256_max_ps(_mm256_load_ps(&s[h][p]), _mm256_setzero_ps());
+      acc[h & 3] = _mm256_fmadd_ps(r, _mm256_set1_ps(w[h]), acc[h & 3]);
+    }
+    for (int l = 0; l < 4; ++l) _mm256_store_ps(&lanes[l][p], acc[l]);
+  }
+#else
+  for (int p = 0; p < cols; ++p) {
+    float acc[4] = {0, 0, 0, 0};
+    for (int h = 0; h < kHeads; ++h) acc[h & 3] = std::fma(std::max(s[h][p], 0.0f), w[h], acc[h & 3]);
+    for (int l = 0; l < 4; ++l) lanes[l][p] = acc[l];
+  }
+#endif
+  for (int p = 0; p < n; ++p) out[p] = (lanes[0][p] + lanes[2][p]) + (lanes[1][p] + lanes[3][p]);
+}
+
+struct Scratch {
+  KeyTile tile;
+  QueryPrep query;
+  alignas(32) float s[kHeads][kTile];
+  alignas(32) double sd[kHeads][kTile];
+};
+
+std::unique_ptr<Scratch> make_scratch() { return std::unique_ptr<Scratch>(new Scratch()); }
+
+}  // namespace
+
+void dense_scores_rows(const QueryRow* rows, int n, const KeyView& keys, const int64_t* lens, float* const* out) {
+  if (n <= 0) return;
+  const int64_t longest = *std::max_element(lens, lens + n);
+  auto scratch = make_scratch();
+  std::vector<std::unique_ptr<QueryPrep>> preps;
+  for (int i = 0; i < n; ++i) {
+    preps.emplace_back(new QueryPrep());
+    prepare_query(rows[i], *preps.back());
+  }
+  for (int64_t first = 0; first < longest; first += kTile) {
+    const int count = int(std::min<int64_t>(kTile, longest - first));
+    load_tile(keys, nullptr, first, count, scratch->tile);
+    for (int i = 0; i < n; ++i) {
+      if (lens[i] <= first) continue;
+      const int valid = int(std::min<int64_t>(count, lens[i] - first));
+      tile_heads(*preps[size_t(i)], scratch->tile, scratch->s, nullptr);
+      check_overflow(scratch->s, scratch->tile, valid);
+      tile_dense(scratch->s, preps[size_t(i)]->w, valid, out[i] + first);
+    }
+  }
+}
+
+void dense_scores_row(const QueryRow& q, const KeyView& keys, int64_t L, float* out) {
+  dense_scores_rows(&q, 1, keys, &L, &out);
+}
+
+namespace {
+// Walks tiles of a position list (or [0, L) when positions == nullptr) and hands each scored
+// tile to `use(first_index, count, scratch)`.
+template <class Use>
+void for_each_tile(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, bool exact,
+                   Use use) {
+  auto scratch = make_scratch();
+  prepare_query(q, scratch->query);
+  for (int64_t first = 0; first < n; first += kTile) {
+    const int count = int(std::min<int64_t>(kTile, n - first));
+    load_tile(keys, positions ? positions + first : nullptr, first, count, scratch->tile);
+    tile_heads(scratch->query, scratch->tile, scratch->s, exact ? scratch->sd : nullptr);
+    check_overflow(scratch->s, scratch->tile, count);
+    use(first, count, *scratch);
+  }
+}
+}  // namespace
+
+void dense_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, float* out) {
+  for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
+    tile_dense(sc.s, sc.query.w, count, out + first);
+  });
+}
+
+void head_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, float* out) {
+  for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
+    for (int p = 0; p < count; ++p)
+      for (int h = 0; h < kHeads; ++h) out[(first + p) * kHeads + h] = sc.s[h][p];
+  });
+}
+
+void sparse_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, uint16_t* out) {
+  for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
+    float s[kHeads];
+    for (int p = 0; p < count; ++p) {
+      for (int h = 0; h < kHeads; ++h) s[h] = sc.s[h][p];
+      out[first + p] = sparse_score(s, sc.query.w);
+    }
+  });
+}
+
+namespace {
+void exact_tiles(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, double* out) {
+  for_each_tile(q, keys, positions, n, true, [&](int64_t first, int count, Scratch& sc) {
+    double s[kHeads];
+    for (int p = 0; p < count; ++p) {
+      for (int h = 0; h < kHeads; ++h) s[h] = sc.sd[h][p];
+      out[first + p] = exact_score(s, sc.query.w);
+    }
+  });
+}
+}  // namespace
+
+void exact_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, double* out) {
+  exact_tiles(q, keys, positions, n, out);
+}
+
+void exact_scores_row(const QueryRow& q, const KeyView& keys, int64_t L, double* out) {
+  exact_tiles(q, keys, nullptr, L, out);
+}
+
+void dense_scores_row_scalar(const QueryRow& q, const KeyView& keys, int64_t L, float* out) {
+  float s[kHeads];
+  for (int64_t p = 0; p < L; ++p) {
+    for (int h = 0; h < kHeads; ++h) {
+      s[h] = head_score_fp32(q.q + h * kPackedDim, q.q_scale + h * kScaleGroups, keys.payload(p), keys.scale(p));
+      if (std::isinf(s[h])) throw ScoreOverflow(p, h);
+    }
+    out[p] = dense_score(s, q.weights);
+  }
+}
+
+}  // namespace dsa::ref
