@@ -65,8 +65,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ImplRun, batch_id, impl, device,
                                                 repeats, deterministic, rows, wall_s, peak_device_bytes,
                                                 kernels)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CaseComparison, rule, against, parts)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ScoredPosition, position, score, margin)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorstRow, row, length, agreement, floor_margin, kth_score,
+                                                around_kth, missed, extra)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CaseResult, id, batch_id, impl, layer, role, rows, input,
-                                                verdict, failed_metric, message, rerun, comparisons)
+                                                verdict, failed_metric, message, rerun, comparisons, worst)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSettings, rows, seed, repeat, tolerance, shard, shards)
 
 // ---- derived figures and verdicts ----

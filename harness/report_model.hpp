@@ -69,6 +69,22 @@ struct CaseComparison {
   std::vector<LayerComparison> parts;  // the layer, and its tail table when there is one
 };
 
+// A position in the worst-rows drill-down, with its reference fp32 dense score and its margin
+// against the k-th reference score: (score - kth) / |kth|.
+struct ScoredPosition {
+  int position = -1;
+  double score = 0, margin = 0;
+};
+
+// One of the worst rows of a case (lowest agreement, then lowest floor margin).
+struct WorstRow {
+  int row = -1, length = 0;
+  double agreement = 1, floor_margin = 0;
+  double kth_score = 0;                    // the reference's k-th dense score of the row
+  std::vector<ScoredPosition> around_kth;  // reference ranks k-3 .. k+3
+  std::vector<ScoredPosition> missed, extra;
+};
+
 // A case: one implementation on one layer (or "blocks") of one batch, maybe on sampled rows.
 struct CaseResult {
   std::string id;  // batch-id/impl/layer[/rows]
@@ -79,6 +95,7 @@ struct CaseResult {
   std::string message;        // the first mismatch, DeepGEMM style
   std::string rerun;          // one command line that reruns exactly this case
   std::vector<CaseComparison> comparisons;
+  std::vector<WorstRow> worst;  // drill-down, worst first
 };
 
 struct RunSettings {
