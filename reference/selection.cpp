@@ -21,16 +21,16 @@ std::vector<int32_t> topk_generic(const T* score, const int32_t* ids, int64_t n,
     std::sort(out.begin(), out.end());
     return out;
   }
-  std::vector<int32_t> index(size_t(n));
-  for (int64_t i = 0; i < n; ++i) index[size_t(i)] = int32_t(i);
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
   // The reference order: larger score first, then smaller id.
   const auto better = [&](int32_t a, int32_t b) {
     if (score[a] != score[b]) return score[a] > score[b];
     return id_of(a) < id_of(b);
   };
-  std::nth_element(index.begin(), index.begin() + (k - 1), index.end(), better);
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), better);
   out.reserve(size_t(k));
-  for (int i = 0; i < k; ++i) out.push_back(id_of(index[size_t(i)]));
+  for (int i = 0; i < k; ++i) out.push_back(id_of(order[size_t(i)]));
   std::sort(out.begin(), out.end());
   return out;
 }
