@@ -1,10 +1,40 @@
-// Placeholder until the gate subcommand lands; replaced by its real implementation.
+// `dsa-harness gate --baseline BASE.json --current NEW.json [--config FILE] [--allow-different-gpu]`
+#include <cstdio>
+
 #include "harness/cli/commands.hpp"
-#include "harness/core/errors.hpp"
+#include "harness/gate.hpp"
 
 namespace dsa::cli {
+
+namespace {
+struct GateArgs {
+  std::string baseline, current, config;
+  bool allow_different_gpu = false;
+};
+}  // namespace
+
 void add_gate_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("gate", "(not built yet)");
-  cmd->callback([] { throw EnvironmentError("'gate' is not available in this build yet"); });
+  auto args = std::make_shared<GateArgs>();
+  auto* cmd = app.add_subcommand("gate", "Compare a run's report.json against a baseline's: correctness and latency");
+  cmd->add_option("--baseline", args->baseline, "report.json of the baseline run")->required();
+  cmd->add_option("--current", args->current, "report.json of the run under test")->required();
+  cmd->add_option("--config", args->config,
+                  "JSON thresholds: validity_min (1), max_floor_violations (0), agreement_margin (0.002), "
+                  "min_effect (0.03), allow_different_gpu (false)");
+  cmd->add_flag("--allow-different-gpu", args->allow_different_gpu,
+                "compare runs from different GPU models (correctness only; latencies are not judged)");
+  cmd->footer(
+      "Latency: a kernel is a regression only when its median moved more than min_effect AND the two runs'\n"
+      "min..max spreads do not overlap; a move inside the spreads is inconclusive, never faster or slower.\n"
+      "Exit codes: 0 pass, 1 correctness failure, 2 performance regression, 3 inconclusive,\n"
+      "4 invalid input or different GPU models.");
+  cmd->callback([args] {
+    GateConfig cfg = args->config.empty() ? GateConfig{} : read_gate_config(args->config);
+    cfg.allow_different_gpu |= args->allow_different_gpu;
+    const GateResult result = run_gate(read_report(args->baseline), read_report(args->current), cfg);
+    std::fputs(gate_text(result).c_str(), stdout);
+    exit_code = result.exit_code;
+  });
 }
+
 }  // namespace dsa::cli

@@ -1,10 +1,34 @@
-// Placeholder until the merge subcommand lands; replaced by its real implementation.
+// `dsa-harness merge DIR... -o OUT`: joins the reports of shard runs into one report.
+#include <cstdio>
+
 #include "harness/cli/commands.hpp"
-#include "harness/core/errors.hpp"
+#include "harness/report_model.hpp"
+#include "reports/printers.hpp"
 
 namespace dsa::cli {
+
+namespace {
+struct MergeArgs {
+  std::vector<std::string> dirs;
+  std::string out = "dsa-report";
+};
+}  // namespace
+
 void add_merge_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("merge", "(not built yet)");
-  cmd->callback([] { throw EnvironmentError("'merge' is not available in this build yet"); });
+  auto args = std::make_shared<MergeArgs>();
+  auto* cmd = app.add_subcommand("merge", "Join the reports of shard runs (--shard I/N) into one report");
+  cmd->add_option("dirs", args->dirs, "report folders of the shards (each holds report.json)")->required();
+  cmd->add_option("-o,--output", args->out, "folder of the merged report (default ./dsa-report)");
+  cmd->callback([args] {
+    std::vector<Report> shards;
+    for (const std::string& dir : args->dirs) shards.push_back(read_report(dir + "/report.json"));
+    const Report merged = merge_reports(shards, args->dirs);
+    reports::write_reports(merged, args->out);
+    std::printf("merged %zu shard report(s): %zu input(s), %zu case(s), verdict %s -> %s/report.json\n",
+                shards.size(), merged.inputs.size(), merged.cases.size(), disposition_name(merged.verdict),
+                args->out.c_str());
+    exit_code = merged.exit_code;
+  });
 }
+
 }  // namespace dsa::cli
