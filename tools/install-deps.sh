@@ -3,7 +3,7 @@
 # already present are left alone, so a second run costs a dpkg query.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libhdf5-dev libeigen3-dev catch2 libcli11-dev
-      nlohmann-json3-dev libbenchmark-dev)
+      nlohmann-json3-dev libbenchmark-dev libssl-dev)
 if [[ "${DSA_WITH_BROWSER:-0}" == 1 ]]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do
