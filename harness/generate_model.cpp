@@ -143,15 +143,20 @@ constexpr int kSharedTargets = 3;
 
 // Component strengths (score scale: key and query content are N(0,1) per dim, so the random
 // part of one head score has a standard deviation of about sqrt(96) ~ 10).
-constexpr float kSinkKey = 10.0f, kSinkQuery = 4.0f;  // sink score ~ 40 * head's sink coefficient
+constexpr float kSinkKey = 16.0f, kSinkQuery = 4.0f;  // sink score ~ 64 * head's sink coefficient
 constexpr float kTopicKey = 1.5f, kTopicQuery = 1.5f;  // up to ~ +-9 * head's topic coefficient
 constexpr float kRopeKey = 1.5f, kRopeQuery = 1.5f;    // ~ 36 * head's rope coefficient at p = newest
 constexpr float kRopeNoise = 0.2f;
+// Keys share a mean direction that queries also carry: head scores sit on a positive offset,
+// as in real models, so the top-k threshold is dense in relative terms and bf16 rounding on the
+// sparse path reorders a few candidates near it.
+constexpr float kMeanKey = 4.0f, kMeanQuery = 4.0f;
 
 enum Tag : uint64_t { kWorld = 1, kRequest, kKey, kHead, kRow, kRowLayer, kQuery, kWeight, kPages };
 
 struct World {
   float sink_dir[kContent];
+  float mean_dir[kContent];
   float key_gain[4];
   double rope_freq[kPairs];
   double rope_phase[kPairs];
@@ -168,7 +173,7 @@ struct RequestModel {
 };
 
 struct HeadParams {
-  float sink, rope, topic, target[kSharedTargets + 1], gain[4], weight;
+  float sink, mean, rope, topic, target[kSharedTargets + 1], gain[4], weight;
 };
 
 void unit_vector(Rng& rng, float* x, int n) {
@@ -185,6 +190,7 @@ World make_world(uint64_t seed) {
   World w;
   Rng rng(stream_key(seed, kWorld));
   unit_vector(rng, w.sink_dir, kContent);
+  unit_vector(rng, w.mean_dir, kContent);
   for (float& g : w.key_gain) g = float(det_exp2(rng.uniform(-1.5, 1.5)));
   for (int j = 0; j < kPairs; ++j) {
     const double period = det_exp2(3.0 + 13.0 * j / (kPairs - 1));  // 8 .. 65536 positions
@@ -236,6 +242,7 @@ void key_vector(const World& w, const RequestModel& m, uint64_t seed, int b, int
   Rng rng(0);
   key_content(seed, b, p, &rng, k);
   add_topic(m, p, kTopicKey, k);
+  for (int d = 0; d < kContent; ++d) k[d] += kMeanKey * w.mean_dir[d];
   if (p < kSinks)
     for (int d = 0; d < kContent; ++d) k[d] += kSinkKey * w.sink_dir[d];
   for (int j = 0; j < kPairs; ++j) {
@@ -252,6 +259,7 @@ HeadParams make_head(uint64_t seed, int layer, int h) {
   Rng rng(stream_key(seed, kHead, uint64_t(layer), uint64_t(h)));
   hp.sink = float(rng.uniform(0.3, 1.2));
   hp.rope = float(rng.uniform(0.0, 1.2));
+  hp.mean = float(rng.uniform(0.5, 1.5));
   hp.topic = float(rng.uniform(0.2, 1.0));
   for (int i = 0; i < kSharedTargets; ++i)
     hp.target[i] = rng.uniform() < 0.5 ? float(rng.uniform(0.1, 0.5)) : 0.0f;
@@ -308,7 +316,8 @@ void query_vector(const World& w, const HeadParams& hp, const RowIntent& it, uin
                   int row, int h, float* q) {
   Rng rng(stream_key(seed, kQuery, uint64_t(layer), uint64_t(row), uint64_t(h)));
   for (int d = 0; d < kContent; ++d) {
-    float x = float(rng.normal()) + hp.sink * kSinkQuery * w.sink_dir[d] + hp.topic * it.topic[d];
+    float x = float(rng.normal()) + hp.sink * kSinkQuery * w.sink_dir[d] +
+              hp.mean * kMeanQuery * w.mean_dir[d] + hp.topic * it.topic[d];
     for (int i = 0; i <= kSharedTargets; ++i) x += hp.target[i] * it.targets[i][d];
     q[d] = x;
   }
