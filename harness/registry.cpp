@@ -2,6 +2,7 @@
 
 #include "gpu/gpu_implementations.hpp"
 #include "harness/core/errors.hpp"
+#include "harness/impl_reference.hpp"
 
 namespace dsa {
 
@@ -40,6 +41,9 @@ std::string reference_for(PathKind path) { return std::string("reference-") + pa
 
 ImplementationPtr make_implementation(const std::string& name, const Batch& batch) {
   (void)batch;
+  if (name == "reference-sparse") return make_reference(PathKind::sparse);
+  if (name == "reference-mask") return make_reference(PathKind::mask);
+  if (name == "reference-exact") return make_reference(PathKind::exact);
   if (name == "gpu-sparse") return gpu::make_gpu_sparse();
   if (name == "gpu-mask") return gpu::make_gpu_mask();
   throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");

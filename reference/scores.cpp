@@ -1,5 +1,13 @@
 #include "reference/scores.hpp"
 
+// Error-free transformations below (TwoSum) and the exactness arguments need every product and
+// sum rounded as written: no contraction of a*b+c into an fma unless asked for with fma().
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -244,6 +252,8 @@ struct KeyTile {
   int32_t pos[kTile];
 };
 
+inline double pow2(int e);
+
 struct QueryPrep {
   alignas(32) float q[kHeads][kHeadDim];  // fp4_twice values
   double qf[kHeads][4];                   // 2^(E - 127)
@@ -260,7 +270,7 @@ void prepare_query(const QueryRow& row, QueryPrep& p) {
     int lo = 255, hi = 0;
     for (int g = 0; g < 4; ++g) {
       p.qs[h][g] = s[g];
-      p.qf[h][g] = std::ldexp(1.0, int(s[g]) - 127);
+      p.qf[h][g] = pow2(int(s[g]) - 127);
       lo = std::min(lo, int(s[g]));
       hi = std::max(hi, int(s[g]));
     }
@@ -268,6 +278,26 @@ void prepare_query(const QueryRow& row, QueryPrep& p) {
     p.w[h] = row.weights ? row.weights[h] : 0.0f;
   }
 }
+
+// 2^e as a double for e in the normal range, straight from the exponent bits.
+inline double pow2(int e) {
+  const uint64_t bits = uint64_t(e + 1023) << 52;
+  double v;
+  std::memcpy(&v, &bits, 8);
+  return v;
+}
+
+// fp4_twice of both nibbles of a byte, as floats: [byte][0] low nibble (even dim), [1] high.
+struct ByteTable {
+  float v[256][2];
+  ByteTable() {
+    for (int b = 0; b < 256; ++b) {
+      v[b][0] = float(fp4_twice(uint8_t(b & 0xF)));
+      v[b][1] = float(fp4_twice(uint8_t(b >> 4)));
+    }
+  }
+};
+const ByteTable kBytes;
 
 // Decodes positions (a list, or the range [first, first + n) when list == nullptr).
 void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, KeyTile& t) {
@@ -279,11 +309,16 @@ void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, K
       t.pos[i] = int32_t(p);
       const uint8_t* k = keys.payload(p);
       const uint8_t* s = keys.scale(p);
-      for (int d = 0; d < kHeadDim; ++d) t.k[d / 32][d % 32][i] = float(fp4_twice(fp4_code_at(k, d)));
+      for (int b = 0; b < kPackedDim; ++b) {
+        const float* pair = kBytes.v[k[b]];
+        const int d = 2 * b;
+        t.k[d / 32][d % 32][i] = pair[0];
+        t.k[d / 32][d % 32 + 1][i] = pair[1];
+      }
       int lo = 255, hi = 0;
       for (int g = 0; g < 4; ++g) {
         t.ks[i][g] = s[g];
-        t.kf[g][i] = std::ldexp(1.0, int(s[g]) - 129);
+        t.kf[g][i] = pow2(int(s[g]) - 129);
         lo = std::min(lo, int(s[g]));
         hi = std::max(hi, int(s[g]));
       }
@@ -480,13 +515,89 @@ void head_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* posit
   });
 }
 
+namespace {
+#if DSA_REF_AVX2
+// RNE of 8 finite floats to bf16, kept as floats (low 16 bits zero).
+inline __m256i bf16_bits8(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb);
+  return _mm256_and_si256(r, _mm256_set1_epi32(int(0xFFFF0000u)));
+}
+inline __m256 bf16_round8(__m256 x) { return _mm256_castsi256_ps(bf16_bits8(x)); }
+
+// x + y rounded to bf16 when the float sum is exact (a single rounding then); lanes where it is
+// not (or where values leave the safe range) are flagged in `bad`.
+inline __m256 bf16_sum8(__m256 x, __m256 y, __m256& bad) {
+  const __m256 s = _mm256_add_ps(x, y);
+  const __m256 b = _mm256_sub_ps(s, x);
+  const __m256 err = _mm256_add_ps(_mm256_sub_ps(x, _mm256_sub_ps(s, b)), _mm256_sub_ps(y, b));
+  const __m256 big = _mm256_set1_ps(0x1p100f);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  bad = _mm256_or_ps(bad, _mm256_cmp_ps(err, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+  bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_and_ps(s, abs_mask), big, _CMP_GT_OQ));
+  return bf16_round8(s);
+}
+#endif
+
+// Sparse scores of the first n columns of a scored tile. The vector path keeps every step a
+// single rounding: a*w (8 x 8 significant bits) is exact in fp32 for moderate magnitudes, and
+// a sum whose fp32 result is exact (TwoSum error 0) rounds once to bf16. Columns where either
+// argument fails take the exact scalar path.
+void tile_sparse(const float (*s)[kTile], const float* w, int n, uint16_t* out) {
+  int p = 0;
+#if DSA_REF_AVX2
+  float wb[kHeads];
+  bool weights_ok = true;  // products of a in [2^-100, 2^100] stay normal fp32 numbers
+  for (int h = 0; h < kHeads; ++h) {
+    wb[h] = bf16_to_float(bf16_rne(w[h]));
+    const float m = std::fabs(wb[h]);
+    weights_ok = weights_ok && (m == 0.0f || (m >= 0x1p-20f && m <= 0x1p20f));
+  }
+  const __m256 tiny = _mm256_set1_ps(0x1p-100f), big = _mm256_set1_ps(0x1p100f);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (; p + 8 <= n; p += 8) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 bad = _mm256_setzero_ps();
+    for (int h = 0; h < kHeads; ++h) {
+      __m256 a = bf16_round8(_mm256_load_ps(&s[h][p]));
+      a = _mm256_max_ps(a, _mm256_setzero_ps());  // negatives (and -0) -> +0
+      const __m256 aa = _mm256_and_ps(a, abs_mask);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(aa, big, _CMP_GT_OQ));
+      bad = _mm256_or_ps(bad, _mm256_and_ps(_mm256_cmp_ps(aa, tiny, _CMP_LT_OQ),
+                                            _mm256_cmp_ps(aa, _mm256_setzero_ps(), _CMP_NEQ_OQ)));
+      const __m256 prod = _mm256_mul_ps(a, _mm256_set1_ps(wb[h]));
+      acc[h & 3] = bf16_sum8(prod, acc[h & 3], bad);
+    }
+    const __m256 t0 = bf16_sum8(acc[0], acc[2], bad);
+    const __m256 t1 = bf16_sum8(acc[1], acc[3], bad);
+    const __m256i score = bf16_bits8(_mm256_add_ps(t0, t1));
+    bf16_sum8(t0, t1, bad);
+    alignas(32) uint32_t bits[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bits), score);
+    const int bad_mask = _mm256_movemask_ps(bad);
+    for (int i = 0; i < 8; ++i) {
+      if ((bad_mask >> i) & 1 || !weights_ok) {
+        float col[kHeads];
+        for (int h = 0; h < kHeads; ++h) col[h] = s[h][p + i];
+        out[p + i] = sparse_score(col, w);
+      } else {
+        out[p + i] = uint16_t(bits[i] >> 16);
+      }
+    }
+  }
+#endif
+  for (; p < n; ++p) {
+    float col[kHeads];
+    for (int h = 0; h < kHeads; ++h) col[h] = s[h][p];
+    out[p] = sparse_score(col, w);
+  }
+}
+}  // namespace
+
 void sparse_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, uint16_t* out) {
   for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
-    float s[kHeads];
-    for (int p = 0; p < count; ++p) {
-      for (int h = 0; h < kHeads; ++h) s[h] = sc.s[h][p];
-      out[first + p] = sparse_score(s, sc.query.w);
-    }
+    tile_sparse(sc.s, sc.query.w, count, out + first);
   });
 }
 
