@@ -1,0 +1,204 @@
+// The comparison driver on a generated batch with the real reference: rule choice, verdicts,
+// planted failures located by coordinates, rows done on both sides, layers on one side only.
+#include <algorithm>
+
+#include "harness/compare.hpp"
+#include "harness/generate.hpp"
+#include "harness/impl_reference.hpp"
+#include "reference/scores.hpp"
+#include "tests/catch.hpp"
+
+using namespace dsa;
+
+namespace {
+
+const Batch& smoke() {
+  static const Batch batch = [] {
+    GenerateOptions o;
+    o.preset = "smoke";
+    o.seed = 3;
+    return generate_batch(o);
+  }();
+  return batch;
+}
+
+// Reference results of one path on the smoke batch, cached (the reference is the slow part).
+const Results& reference(PathKind path, bool scores = false) {
+  static std::map<std::pair<int, bool>, Results> cache;
+  auto key = std::make_pair(int(path), scores);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  RunOptions o;
+  o.scores = scores;
+  return cache[key] = make_reference(path)->run(smoke(), o);
+}
+
+const LayerComparison& layer_of(const Comparison& c, const std::string& id) {
+  for (const LayerComparison& l : c.layers)
+    if (l.layer == id) return l;
+  FAIL("no layer " << id);
+  return c.layers.front();
+}
+
+double value(const LayerComparison& l, const std::string& name) {
+  const Record* r = find_record(l, name);
+  REQUIRE(r != nullptr);
+  return r->value;
+}
+
+// A consumer and a row long enough (L > k) that the picks are a real choice.
+std::pair<int, int> consumer_row(const Batch& b) {
+  const Layer* c = b.layers_with(Role::consumer).at(0);
+  for (int r = 0; r < b.rows(); ++r)
+    if (b.compress_len[size_t(r)] > 4 * b.topk) return {c->id, r};
+  FAIL("smoke has no long row");
+  return {0, 0};
+}
+
+// Replaces one pick of (layer, row) by the unpicked position inside the row's blocks whose
+// ranking score is lowest (fp32 dense), so the change is neither a tie nor near the floor.
+int32_t plant_low_pick(const Batch& b, Results& r, int layer, int row) {
+  const int k = b.topk;
+  int32_t* picks = r.layers.at(layer).positions.data() + size_t(row) * size_t(k);
+  std::vector<int32_t> mine(picks, picks + k);
+  std::vector<int32_t> candidates;
+  for (int i = 0; i < kTopkBlocks; ++i) {
+    const int32_t blk = r.blocks[size_t(row) * kTopkBlocks + size_t(i)];
+    if (blk == kBlockPad) break;
+    for (int32_t p = blk * kBlockSize; p < (blk + 1) * kBlockSize && p < b.compress_len[size_t(row)]; ++p)
+      if (!std::binary_search(mine.begin(), mine.end(), p)) candidates.push_back(p);
+  }
+  const Layer& layer_data = *b.layer(layer);
+  ref::KeyView keys{b.pool.data(), b.page_size, b.page_table.data() + size_t(b.row_request[size_t(row)]) * size_t(b.table_width)};
+  std::vector<float> s(candidates.size());
+  ref::dense_scores_at({layer_data.q_row(row), layer_data.scale_row(row), layer_data.weight_row(row)}, keys,
+                       candidates.data(), int64_t(candidates.size()), s.data());
+  const int32_t low = candidates[size_t(std::min_element(s.begin(), s.end()) - s.begin())];
+  mine[0] = low;  // drop the smallest position, take the low one
+  std::sort(mine.begin(), mine.end());
+  std::copy(mine.begin(), mine.end(), picks);
+  return low;
+}
+
+}  // namespace
+
+TEST_CASE("the rule follows the paths") {
+  CHECK(choose_rule(PathKind::sparse, PathKind::sparse) == Rule::own_path);
+  CHECK(choose_rule(PathKind::mask, PathKind::mask) == Rule::own_path);
+  CHECK(choose_rule(PathKind::sparse, PathKind::mask) == Rule::public_test);
+  CHECK(choose_rule(PathKind::mask, PathKind::sparse) == Rule::public_test);
+  CHECK(choose_rule(PathKind::sparse, PathKind::exact) == Rule::quality);
+}
+
+TEST_CASE("a reference passes against itself on every layer") {
+  const Results& a = reference(PathKind::sparse);
+  const Comparison c = compare_results(smoke(), a, PathKind::sparse, a, PathKind::sparse);
+  CHECK(c.rule == Rule::own_path);
+  CHECK(c.disposition == Disposition::passed);
+  REQUIRE(c.layers.size() >= 3);  // blocks, source, consumers
+  for (const LayerComparison& l : c.layers) {
+    INFO(l.layer);
+    CHECK(l.disposition == Disposition::passed);
+    CHECK(l.rows.size() == size_t(l.role == "tail" ? 0 : smoke().rows()));
+  }
+  CHECK(value(layer_of(c, "blocks"), "exact") == 1.0);
+}
+
+TEST_CASE("own path: one planted consumer pick fails exactness with its coordinates") {
+  const Batch& b = smoke();
+  Results a = reference(PathKind::sparse);
+  a.name = "planted";
+  const auto [layer, row] = consumer_row(b);
+  const int32_t low = plant_low_pick(b, a, layer, row);
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.disposition == Disposition::incorrect);
+  const LayerComparison& l = layer_of(c, std::to_string(layer));
+  CHECK(l.disposition == Disposition::incorrect);
+  CHECK(l.failed_metric == "exactness");
+  REQUIRE(!l.mismatches.empty());
+  CHECK(l.mismatches[0].row == row);
+  const std::string line = describe(l.layer, l.mismatches[0]);
+  CHECK(line.find("layer " + std::to_string(layer) + " row " + std::to_string(row) + " slot ") == 0);
+  CHECK(line.find("k-th") != std::string::npos);
+  CHECK(value(l, "agreement.min") == Approx(1.0 - 1.0 / b.topk));
+  // The other layers still pass.
+  CHECK(layer_of(c, "blocks").disposition == Disposition::passed);
+  (void)low;
+}
+
+TEST_CASE("public test: reference sparse path against the mask path, and a planted floor violation") {
+  const Batch& b = smoke();
+  const Comparison c = compare_results(b, reference(PathKind::sparse), PathKind::sparse, reference(PathKind::mask), PathKind::mask);
+  CHECK(c.rule == Rule::public_test);
+  CHECK(c.disposition == Disposition::passed);
+  const auto [layer, row] = consumer_row(b);
+  const LayerComparison& l = layer_of(c, std::to_string(layer));
+  CHECK(value(l, "agreement.mean") > 0.95);
+  CHECK(value(l, "floor.violating_rows") == 0);
+
+  Results a = reference(PathKind::sparse);
+  const int32_t low = plant_low_pick(b, a, layer, row);
+  const Comparison bad = compare_results(b, a, PathKind::sparse, reference(PathKind::mask), PathKind::mask);
+  const LayerComparison& lb = layer_of(bad, std::to_string(layer));
+  CHECK(bad.disposition == Disposition::incorrect);
+  CHECK(lb.failed_metric == "floor");
+  CHECK(value(lb, "floor.pick_violations") >= 1);
+  REQUIRE(!lb.mismatches.empty());
+  CHECK(lb.mismatches[0].row == row);
+  CHECK(lb.mismatches[0].actual == std::to_string(low));
+}
+
+TEST_CASE("quality: recall of the exact dense top-k, informational") {
+  const Batch& b = smoke();
+  const Comparison c = compare_results(b, reference(PathKind::sparse), PathKind::sparse, reference(PathKind::exact), PathKind::exact);
+  CHECK(c.rule == Rule::quality);
+  CHECK(c.disposition == Disposition::passed);
+  const auto [layer, row] = consumer_row(b);
+  const LayerComparison& l = layer_of(c, std::to_string(layer));
+  const double recall = value(l, "quality.recall.mean");
+  CHECK(recall > 0.5);
+  CHECK(recall <= 1.0);
+  CHECK(value(l, "quality.misses.level_one") >= 0);
+  (void)row;
+}
+
+TEST_CASE("a dropped block and a flipped score bit fail the own-path verdict") {
+  const Batch& b = smoke();
+  const Results& ref = reference(PathKind::mask, true);
+  const auto [layer, row] = consumer_row(b);
+
+  Results dropped = ref;
+  int32_t* blocks = dropped.blocks.data() + size_t(row) * kTopkBlocks;
+  std::rotate(blocks + 1, blocks + 2, blocks + kTopkBlocks);  // drop the second block
+  blocks[kTopkBlocks - 1] = kBlockPad;
+  const Comparison c1 = compare_results(b, dropped, PathKind::mask, ref, PathKind::mask);
+  CHECK(layer_of(c1, "blocks").failed_metric == "validity");
+  CHECK(layer_of(c1, "blocks").mismatches.at(0).row == row);
+
+  Results flipped = ref;
+  std::vector<float>& scores = flipped.layers.at(layer).dense_scores.at(size_t(row));
+  REQUIRE(scores.size() > 10);
+  scores[10] = std::nextafter(scores[10], 1e30f);
+  const Comparison c2 = compare_results(b, flipped, PathKind::mask, ref, PathKind::mask);
+  const LayerComparison& l = layer_of(c2, std::to_string(layer));
+  CHECK(l.failed_metric == "scores.dense");
+  CHECK(value(l, "scores.dense.max_ulp") == 1);
+  CHECK(l.mismatches.at(0).column == 10);
+}
+
+TEST_CASE("only rows done on both sides are compared; a layer on one side is not run") {
+  const Batch& b = smoke();
+  Results a = reference(PathKind::sparse);
+  const auto [layer, row] = consumer_row(b);
+  plant_low_pick(b, a, layer, row);
+  a.rows_done[size_t(row)] = 0;  // the planted row was not computed: never compared
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.disposition == Disposition::passed);
+  CHECK(layer_of(c, std::to_string(layer)).rows.size() == size_t(b.rows() - 1));
+
+  Results missing = reference(PathKind::sparse);
+  missing.layers.erase(layer);
+  const Comparison m = compare_results(b, missing, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(layer_of(m, std::to_string(layer)).disposition == Disposition::not_run);
+  CHECK(m.disposition == Disposition::passed);
+}
