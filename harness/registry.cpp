@@ -2,6 +2,7 @@
 
 #include "gpu/gpu_implementations.hpp"
 #include "harness/core/errors.hpp"
+#include "harness/impl_recorded.hpp"
 #include "harness/impl_reference.hpp"
 
 namespace dsa {
@@ -40,12 +41,12 @@ PathKind path_of(const std::string& name) {
 std::string reference_for(PathKind path) { return std::string("reference-") + path_name(path); }
 
 ImplementationPtr make_implementation(const std::string& name, const Batch& batch) {
-  (void)batch;
   if (name == "reference-sparse") return make_reference(PathKind::sparse);
   if (name == "reference-mask") return make_reference(PathKind::mask);
   if (name == "reference-exact") return make_reference(PathKind::exact);
   if (name == "gpu-sparse") return gpu::make_gpu_sparse();
   if (name == "gpu-mask") return gpu::make_gpu_mask();
+  if (name.rfind("recorded:", 0) == 0) return make_recorded(name.substr(9), batch);
   throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
 }
 
