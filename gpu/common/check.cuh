@@ -1,0 +1,21 @@
+#pragma once
+// Every CUDA call is checked: a failure throws with the call, file and line (never ignored).
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace dsa::gpu {
+
+inline void cuda_check(cudaError_t err, const char* what, const char* file, int line) {
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" +
+                             cudaGetErrorString(err) + ") in " + what + " at " + file + ":" +
+                             std::to_string(line));
+}
+
+}  // namespace dsa::gpu
+
+#define DSA_CUDA_CHECK(call) ::dsa::gpu::cuda_check((call), #call, __FILE__, __LINE__)
+// After a kernel launch: launch-configuration errors now, execution errors at the next sync.
+#define DSA_LAUNCH_CHECK(name) ::dsa::gpu::cuda_check(cudaGetLastError(), name, __FILE__, __LINE__)

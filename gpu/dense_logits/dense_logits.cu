@@ -1,0 +1,91 @@
+#include "gpu/common/check.cuh"
+#include "gpu/common/fp4_mma.cuh"
+#include "gpu/dense_logits/dense_logits.cuh"
+
+namespace dsa::gpu {
+namespace {
+
+constexpr int kTileP = 64;     // positions staged per step
+constexpr int kChunkP = 2048;  // positions per block
+
+// Relu, the 4-lane fma chain and the lane sums; lanes 0..7 end up with the score of
+// position 2t + g (lane = 4g + t).
+__device__ __forceinline__ float dense_epilogue(const float (&s)[4][2], const float (&wl)[8]) {
+  float r[4][2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    r[i][0] = fmaxf(s[i][0], 0.0f);
+    r[i][1] = fmaxf(s[i][1], 0.0f);
+  }
+  float chain[8];
+  own_position(r, chain);
+  float acc = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) acc = __fmaf_rn(chain[j], wl[j], acc);
+  const float t = __fadd_rn(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, 16));  // a0+a2 / a1+a3
+  return __fadd_rn(t, __shfl_xor_sync(0xFFFFFFFFu, t, 8));               // (a0+a2)+(a1+a3)
+}
+
+__global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
+  __shared__ __align__(16) int8_t ksm[kTileP * kKeyStride];
+  __shared__ float kss[kTileP];
+  const int tile = blockIdx.y;
+  const int first = a.tile_first[tile], count = a.tile_count[tile];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  int lmax = 0;
+  for (int i = 0; i < count; ++i) lmax = max(lmax, a.sel_len[first + i]);
+  const int p0 = blockIdx.x * kChunkP;
+  if (p0 >= lmax) return;
+  const int p1 = min(p0 + kChunkP, lmax);
+  const int64_t kcol = a.sel_kcol[first];
+  const bool active = warp < count;
+  const int row = first + (active ? warp : 0);
+  const int L = active ? a.sel_len[row] : 0;
+
+  QueryFrags q;
+  load_query(q, a.qs + int64_t(row) * 4096, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32,
+             a.qscale + int64_t(row) * 32, a.row_fast[row]);
+  float wl[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
+  float* out = a.out + int64_t(row) * a.ld;
+
+  for (int pt = p0; pt < p1; pt += kTileP) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < kTileP * 8; i += blockDim.x) {
+      const int pos = i >> 3, part = i & 7;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (pt + pos < p1) v = *reinterpret_cast<const uint4*>(a.ks + (kcol + pt + pos) * 128 + part * 16);
+      *reinterpret_cast<uint4*>(ksm + pos * kKeyStride + part * 16) = v;
+    }
+    if (threadIdx.x < kTileP) {
+      const int pos = pt + threadIdx.x;
+      kss[threadIdx.x] = pos < p1 ? a.kscale[kcol + pos] : 1.0f;
+    }
+    __syncthreads();
+    if (!active) continue;
+    for (int nt = 0; nt < kTileP / 8; ++nt) {
+      const int pb = pt + nt * 8;
+      if (pb >= L) break;
+      float s[4][2];
+      // Positions past p1 read no raw keys: the staged scale 1.0 keeps them on the fast path
+      // unless a real position of the tile needs the generic one; then clamp to valid columns.
+      head_scores(q, ksm + nt * 8 * kKeyStride, kss + nt * 8, a.kr + (kcol + pb) * 128, 128,
+                  a.kexp + kcol + pb, s);
+      const float score = dense_epilogue(s, wl);
+      const int p = pb + 2 * t + g;
+      if (lane < 8 && p < L) out[p] = score;
+    }
+  }
+}
+
+}  // namespace
+
+void launch_dense_logits(const DenseLogitsArgs& a) {
+  if (a.ntiles == 0 || a.max_len == 0) return;
+  dim3 grid((a.max_len + kChunkP - 1) / kChunkP, a.ntiles);
+  dense_logits_kernel<<<grid, 256>>>(a);
+  DSA_LAUNCH_CHECK("dense_logits_kernel");
+}
+
+}  // namespace dsa::gpu

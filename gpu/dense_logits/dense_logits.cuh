@@ -1,0 +1,35 @@
+#pragma once
+// Dense fp32 scores of every position p < L of the selected rows (semantics.md, "Dense score"):
+// exact head scores on the int8 tensor cores (gpu/common/fp4_mma.cuh), relu, the 4-lane fma
+// order, (a0 + a2) + (a1 + a3).
+#include <cstdint>
+
+namespace dsa::gpu {
+
+struct DenseLogitsArgs {
+  // Query operands of the selected rows (gpu/prep): [nsel][32][128], [nsel][32], [nsel].
+  const int8_t* qs;
+  const int8_t* qr;
+  const uint32_t* qexp;
+  const float* qscale;
+  const int32_t* row_fast;
+  const float* weights;   // [nsel][32]
+  // Flattened keys (gpu/prep): [ncols][128], [ncols].
+  const int8_t* ks;
+  const int8_t* kr;
+  const uint32_t* kexp;
+  const float* kscale;
+  // Row tiles: up to 8 selected rows of one request each.
+  const int32_t* tile_first;
+  const int32_t* tile_count;
+  int ntiles;
+  const int32_t* sel_len;   // [nsel] L
+  const int64_t* sel_kcol;  // [nsel] flattened column of position 0
+  int max_len;
+  float* out;               // [nsel][ld]
+  int64_t ld;
+};
+void launch_dense_logits(const DenseLogitsArgs& a);
+constexpr int kDenseTileRows = 8;
+
+}  // namespace dsa::gpu

@@ -1,0 +1,31 @@
+// Without CUDA in the build, both GPU implementations exist but say "not supported".
+#include "gpu/gpu_implementations.hpp"
+
+#if !DSA_HAVE_CUDA
+#include <stdexcept>
+
+namespace dsa::gpu {
+namespace {
+class Unsupported : public Implementation {
+ public:
+  explicit Unsupported(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::string device() const override { return "none"; }
+  Support supported() const override { return {false, "this build has no CUDA (configured without nvcc)"}; }
+
+ protected:
+  void publish(const Batch&, const Layer&, const RunOptions&, Results&) override { fail(); }
+  void select(const Batch&, const Layer&, const RunOptions&, Results&) override { fail(); }
+  void plain(const Batch&, const Layer&, const RunOptions&, Results&) override { fail(); }
+
+ private:
+  [[noreturn]] void fail() const { throw std::logic_error(name_ + " is not supported: no CUDA in this build"); }
+  std::string name_;
+};
+}  // namespace
+
+ImplementationPtr make_gpu_sparse() { return std::make_unique<Unsupported>("gpu-sparse"); }
+ImplementationPtr make_gpu_mask() { return std::make_unique<Unsupported>("gpu-mask"); }
+std::string describe_device() { return "none (this build has no CUDA)"; }
+}  // namespace dsa::gpu
+#endif

@@ -1,0 +1,81 @@
+#include "gpu/common/check.cuh"
+#include "gpu/common/fp4_mma.cuh"
+#include "gpu/prep/prep.cuh"
+
+namespace dsa::gpu {
+namespace {
+
+// One 128-dim vector: 64 packed bytes + 4 ue8m0 bytes -> shifted and raw int8 rows.
+// Returns the fast-path scale 2^(E_min - 128), or 0 when the vector needs the generic path.
+__device__ float prep_vector(const uint8_t* payload, const uint8_t* scales, int8_t* shifted, int8_t* raw,
+                             uint32_t* exps) {
+  int e[4];
+  uint32_t packed_exps = 0;
+  for (int g = 0; g < 4; ++g) {
+    e[g] = scales[g];
+    packed_exps |= uint32_t(e[g]) << (8 * g);
+  }
+  const int emin = min(min(e[0], e[1]), min(e[2], e[3]));
+  const int emax = max(max(e[0], e[1]), max(e[2], e[3]));
+  const bool fast = emax - emin <= 3 && emin - 128 >= -50 && emin - 128 <= 50;
+  *exps = packed_exps;
+  for (int g = 0; g < 4; ++g) {
+    const int shift = fast ? e[g] - emin : 0;
+    uint32_t s[8], r[8];
+    for (int w = 0; w < 4; ++w) {
+      uint32_t word;
+      memcpy(&word, payload + 16 * g + 4 * w, 4);
+      unpack8(word, shift, s[2 * w], s[2 * w + 1]);
+      unpack8(word, 0, r[2 * w], r[2 * w + 1]);
+    }
+    uint4* sd = reinterpret_cast<uint4*>(shifted + 32 * g);
+    uint4* rd = reinterpret_cast<uint4*>(raw + 32 * g);
+    sd[0] = make_uint4(s[0], s[1], s[2], s[3]);
+    sd[1] = make_uint4(s[4], s[5], s[6], s[7]);
+    rd[0] = make_uint4(r[0], r[1], r[2], r[3]);
+    rd[1] = make_uint4(r[4], r[5], r[6], r[7]);
+  }
+  return fast ? __int_as_float((emin - 128 + 127) << 23) : 0.0f;
+}
+
+__global__ void key_prep_kernel(KeyPrepArgs a) {
+  const int b = blockIdx.y;
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= a.lc[b]) return;
+  const int P = a.page_size;
+  const int64_t page = a.table[int64_t(b) * a.table_width + j / P];
+  const uint8_t* base = a.pool + page * P * 68;
+  const int64_t off = j % P;
+  const int64_t col = a.start[b] + j;
+  a.kscale[col] = prep_vector(base + off * 64, base + int64_t(P) * 64 + off * 4, a.ks + col * 128,
+                              a.kr + col * 128, a.kexp + col);
+}
+
+// One warp per row, one lane per head.
+__global__ void query_prep_kernel(QueryPrepArgs a) {
+  const int i = blockIdx.x, h = threadIdx.x;
+  const int64_t row = a.sel_rows[i];
+  const int64_t src = row * 32 + h, dst = int64_t(i) * 32 + h;
+  const float scale = prep_vector(a.q + src * 64, a.q_scale + src * 4, a.qs + dst * 128, a.qr + dst * 128,
+                                  a.qexp + dst);
+  a.qscale[dst] = scale;
+  const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
+  if (h == 0) a.row_fast[i] = all_fast ? 1 : 0;
+}
+
+}  // namespace
+
+void launch_key_prep(const KeyPrepArgs& a) {
+  if (a.nreq == 0 || a.max_lc == 0) return;
+  dim3 grid((a.max_lc + 255) / 256, a.nreq);
+  key_prep_kernel<<<grid, 256>>>(a);
+  DSA_LAUNCH_CHECK("key_prep_kernel");
+}
+
+void launch_query_prep(const QueryPrepArgs& a) {
+  if (a.nsel == 0) return;
+  query_prep_kernel<<<a.nsel, 32>>>(a);
+  DSA_LAUNCH_CHECK("query_prep_kernel");
+}
+
+}  // namespace dsa::gpu

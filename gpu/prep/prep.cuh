@@ -1,0 +1,42 @@
+#pragma once
+// Operand preparation for the tensor-core logits kernels: packed e2m1 + ue8m0 vectors become
+// int8 rows of 2*values, both raw and "shifted" (see gpu/common/fp4_mma.cuh), with their
+// exponents and the fast-path scale (0 when the vector needs the generic path).
+#include <cstdint>
+
+namespace dsa::gpu {
+
+// Keys of every request, flattened: column start[b] + j for position j < lc[b], read from the
+// paged pool through the page tables. Outputs sized [sum lc][128] (ks, kr) and [sum lc].
+struct KeyPrepArgs {
+  const uint8_t* pool;
+  int page_size;
+  const int32_t* table;  // [nreq][table_width]
+  int table_width;
+  const int32_t* lc;     // [nreq]
+  const int64_t* start;  // [nreq]
+  int nreq;
+  int max_lc;
+  int8_t* ks;
+  int8_t* kr;
+  uint32_t* kexp;
+  float* kscale;
+};
+void launch_key_prep(const KeyPrepArgs& a);
+
+// Query rows of one layer for the selected rows: q [R][32][64], q_scale [R][32][4];
+// outputs [nsel][32][128] (qs, qr), [nsel][32] (qexp, qscale), [nsel] row_fast.
+struct QueryPrepArgs {
+  const uint8_t* q;
+  const uint8_t* q_scale;
+  const int32_t* sel_rows;  // [nsel] global rows
+  int nsel;
+  int8_t* qs;
+  int8_t* qr;
+  uint32_t* qexp;
+  float* qscale;
+  int32_t* row_fast;
+};
+void launch_query_prep(const QueryPrepArgs& a);
+
+}  // namespace dsa::gpu

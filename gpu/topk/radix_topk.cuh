@@ -1,0 +1,99 @@
+#pragma once
+// Deterministic radix top-k over ragged rows, one thread block per row (device code; included
+// by the launchers in gpu/topk and gpu/small_topk).
+//
+// Keys are unsigned integers ordered like the scores (fp32 or bf16 bits mapped so that larger
+// score = larger key, -0 normalised to +0). Radix select finds the k-th largest key T; then one
+// pass in index order takes every key > T and the first (k - #greater) keys == T: larger score
+// first, then smaller index, the reference's tie rule. Output ids come out ascending (index
+// order), which is the final ascending write.
+#include <cub/block/block_scan.cuh>
+
+#include <cstdint>
+
+namespace dsa::gpu {
+
+constexpr int kTopkThreads = 512;
+
+__device__ __forceinline__ uint32_t order_f32(float x) {
+  uint32_t u = __float_as_uint(x);
+  if (u == 0x80000000u) u = 0;  // -0 ranks as +0
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ uint32_t order_bf16(uint16_t b) {
+  uint32_t u = b;
+  if (u == 0x8000u) u = 0;
+  return ((u & 0x8000u) ? ~u : (u | 0x8000u)) & 0xFFFFu;
+}
+
+// Src: int len(int row) const; uint32_t key(int row, int i) const;
+// Map: int32_t id(int row, int i) const (what is written for index i).
+template <int kBits, class Src, class Map>
+__global__ void __launch_bounds__(kTopkThreads) radix_topk_kernel(Src src, Map map, int k, int32_t pad,
+                                                                   int32_t* out) {
+  using Scan = cub::BlockScan<int, kTopkThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ int hist[256];
+  __shared__ uint32_t sh_prefix;
+  __shared__ int sh_remaining;
+  const int row = blockIdx.x, tid = threadIdx.x;
+  const int n = src.len(row);
+  int32_t* dst = out + int64_t(row) * k;
+  if (n <= k) {
+    for (int i = tid; i < k; i += kTopkThreads) dst[i] = i < n ? map.id(row, i) : pad;
+    return;
+  }
+  // Radix select of the k-th largest key, 8 bits at a time from the top.
+  uint32_t prefix = 0, mask = 0;
+  int remaining = k;
+  for (int shift = kBits - 8; shift >= 0; shift -= 8) {
+    for (int b = tid; b < 256; b += kTopkThreads) hist[b] = 0;
+    __syncthreads();
+    for (int i = tid; i < n; i += kTopkThreads) {
+      const uint32_t key = src.key(row, i);
+      const bool match = (key & mask) == prefix;
+      const int bin = int((key >> shift) & 255u);
+      // Warp-aggregated increments: most keys of a pass share few bins.
+      const unsigned active = __activemask();
+      const unsigned peers = __match_any_sync(active, match ? bin : -1);
+      if (match && (__ffs(peers) - 1) == (tid & 31)) atomicAdd(&hist[bin], __popc(peers));
+    }
+    __syncthreads();
+    if (tid == 0) {
+      int cum = 0, b = 255;
+      for (; b > 0; --b) {
+        if (cum + hist[b] >= remaining) break;
+        cum += hist[b];
+      }
+      sh_prefix = prefix | (uint32_t(b) << shift);
+      sh_remaining = remaining - cum;
+    }
+    __syncthreads();
+    prefix = sh_prefix;
+    remaining = sh_remaining;
+    mask |= 255u << shift;
+    __syncthreads();
+  }
+  // Collect in index order: all keys > T, and the first `remaining` keys == T.
+  const uint32_t T = prefix;
+  int taken = 0, ties_seen = 0;
+  for (int base = 0; base < n && taken < k; base += kTopkThreads) {
+    const int i = base + tid;
+    const uint32_t key = i < n ? src.key(row, i) : 0u;
+    const bool gt = i < n && key > T;
+    const bool eq = i < n && key == T;
+    if (!__syncthreads_or(gt || eq)) continue;  // most tiles hold nothing to take
+    int eq_before, eq_total;
+    Scan(scan_storage).ExclusiveSum(eq ? 1 : 0, eq_before, eq_total);
+    __syncthreads();
+    const bool take = gt || (eq && ties_seen + eq_before < remaining);
+    int slot, taken_here;
+    Scan(scan_storage).ExclusiveSum(take ? 1 : 0, slot, taken_here);
+    __syncthreads();
+    if (take) dst[taken + slot] = map.id(row, i);
+    taken += taken_here;
+    ties_seen += eq_total;
+  }
+}
+
+}  // namespace dsa::gpu

@@ -1,0 +1,23 @@
+#pragma once
+// Top-k launchers over fp32 rows (gpu/topk/radix_topk.cuh): the source's own / plain top-k,
+// the level-one block top-2048 with its ascending write and valid_len, and the mask path's
+// level two (dense scores of the candidate columns, page transform to positions).
+#include <cstdint>
+
+namespace dsa::gpu {
+
+// out [nrows][k]: positions ascending, -1 padding (all positions when L <= k).
+void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, int32_t* out);
+
+// keys [nrows][ld] (ceil(L/8) per row) -> blocks [nrows][2048] ascending, INT32_MAX padding,
+// and valid_len [nrows].
+void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int32_t* blocks,
+                       int32_t* valid_len);
+
+// Mask path, level two: candidate column c < valid_len[i] of table row i has position
+// blocks[i][c/8]*8 + c%8, ranked by dense[dense_row[i]][position]; out [nrows][k] positions
+// ascending, -1 padding. dense_row == nullptr means dense row i.
+void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, const int32_t* blocks,
+                      const int32_t* valid_len, int nrows, int k, int32_t* out);
+
+}  // namespace dsa::gpu

@@ -1,0 +1,335 @@
+// gpu-sparse and gpu-mask against an exact CPU model of semantics.md written here, independently
+// of both the GPU code and reference/: bit-identical scores, identical blocks and picks.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "gpu/gpu_implementations.hpp"
+#include "reference/formats.hpp"
+#include "tests/catch.hpp"
+
+using namespace dsa;
+
+namespace {
+
+// ---------- a batch built in memory ----------
+struct Spec {
+  std::vector<int> lc;                 // per request
+  std::vector<std::vector<int>> lens;  // per request: L of each row
+  std::vector<int> tails;              // per request
+  int page_size = 128;
+  bool plain_only = false;
+};
+
+void random_vector(std::mt19937_64& rng, float scale, bool wide, uint8_t* packed, uint8_t* scales) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  float x[128];
+  for (float& v : x) v = n(rng) * scale;
+  if (wide)  // group exponents far apart: the kernels' generic path
+    for (int d = 0; d < 32; ++d) x[d] *= 4096.0f;
+  ref::quantize_vector_e2m1(x, packed, scales);
+}
+
+Batch make_batch(const Spec& spec, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Batch b;
+  b.page_size = spec.page_size;
+  b.topk = 512;
+  const int P = spec.page_size;
+  const int Q = int(spec.lc.size());
+  int width = 1, pages = 2;  // two spare pages of garbage
+  for (int l : spec.lc) {
+    width = std::max(width, (l + P - 1) / P);
+    pages += (l + P - 1) / P;
+  }
+  b.table_width = width;
+  b.page_table.assign(size_t(Q) * width, -1);
+  std::vector<int> order(static_cast<size_t>(pages));
+  for (int i = 0; i < pages; ++i) order[size_t(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  b.pages = pages;
+  b.pool.resize(size_t(pages) * P * kSlotBytes);
+  for (auto& byte : b.pool) byte = uint8_t(rng());  // garbage where no key lives
+  int next = 0;
+  for (int q = 0; q < Q; ++q) {
+    b.num_rows.push_back(int(spec.lens[size_t(q)].size()));
+    b.compressed_len.push_back(spec.lc[size_t(q)]);
+    b.tail_rows.push_back(spec.tails[size_t(q)]);
+    for (int j = 0; j < (spec.lc[size_t(q)] + P - 1) / P; ++j) b.page_table[size_t(q) * width + j] = order[size_t(next++)];
+    for (int L : spec.lens[size_t(q)]) b.compress_len.push_back(L);
+  }
+  b.finalize();
+  // Keys: locality (recent positions larger), a few sinks, every 97th key with a wide span.
+  for (int q = 0; q < Q; ++q)
+    for (int j = 0; j < spec.lc[size_t(q)]; ++j) {
+      const float scale = (j < 4 ? 3.0f : 1.0f) * (1.0f + 2.0f * float(j) / float(spec.lc[size_t(q)]));
+      random_vector(rng, scale, j % 97 == 13, const_cast<uint8_t*>(b.key_payload(q, j)),
+                    const_cast<uint8_t*>(b.key_scale(q, j)));
+    }
+  const int R = b.rows();
+  std::vector<std::pair<int, Role>> layers;
+  if (spec.plain_only) {
+    layers = {{2, Role::plain}};
+    b.source_layer = -1;
+  } else {
+    layers = {{20, Role::source}, {24, Role::consumer}, {28, Role::consumer}};
+    b.source_layer = 20;
+  }
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto [id, role] : layers) {
+    Layer l;
+    l.id = id;
+    l.role = role;
+    l.q.resize(size_t(R) * kHeads * kPackedDim);
+    l.q_scale.resize(size_t(R) * kHeads * kScaleGroups);
+    l.weights.resize(size_t(R) * kHeads);
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < kHeads; ++h) {
+        const size_t i = size_t(r) * kHeads + h;
+        random_vector(rng, 0.5f + 0.1f * float(h % 5), r % 3 == 1 && h == 5, l.q.data() + i * kPackedDim,
+                      l.q_scale.data() + i * kScaleGroups);
+        l.weights[i] = ref::bf16_to_float(ref::bf16_rne(n(rng))) / 64.0f;
+      }
+    b.layers.push_back(std::move(l));
+  }
+  // One row whose source scores all tie (zero weights): ties at every level.
+  if (!spec.plain_only && R > 4)
+    for (int h = 0; h < kHeads; ++h) b.layers[0].weights[size_t(4) * kHeads + h] = 0.0f;
+  return b;
+}
+
+// ---------- the exact CPU model ----------
+float head_score(const uint8_t* q, const uint8_t* qs, const uint8_t* k, const uint8_t* ks) {
+  long double s = 0;  // 64-bit significand: exact for the spans used here
+  for (int g = 0; g < 4; ++g) {
+    long G = 0;
+    for (int d = 32 * g; d < 32 * g + 32; ++d)
+      G += ref::fp4_twice(ref::fp4_code_at(q, d)) * ref::fp4_twice(ref::fp4_code_at(k, d));
+    s += std::ldexp((long double)G, int(qs[g]) + int(ks[g]) - 256);
+  }
+  return float(s);
+}
+
+uint16_t bf16_exact(long double x) {
+  if (x == 0) return std::signbit(x) ? 0x8000 : 0;
+  int e;
+  std::frexp(std::fabs(x), &e);
+  const int ue = std::max(e - 8, -133);
+  const long double r = std::nearbyint(std::ldexp(std::fabs(x), -ue));  // RNE
+  const float f = float(std::ldexp(r, ue));
+  return uint16_t((ref::float_bits(f) >> 16) | (x < 0 ? 0x8000 : 0));
+}
+
+struct RowScores {
+  std::vector<float> dense;
+  std::vector<uint16_t> sparse_at;  // by position
+};
+
+RowScores model_row(const Batch& b, const Layer& l, int r) {
+  const int L = b.compress_len[size_t(r)], q = b.row_request[size_t(r)];
+  RowScores out;
+  out.dense.resize(size_t(L));
+  out.sparse_at.resize(size_t(L));
+  const float* w = l.weight_row(r);
+  for (int p = 0; p < L; ++p) {
+    float s[kHeads];
+    for (int h = 0; h < kHeads; ++h)
+      s[h] = head_score(l.q_row(r) + h * kPackedDim, l.scale_row(r) + h * kScaleGroups, b.key_payload(q, p),
+                        b.key_scale(q, p));
+    float acc[4] = {0, 0, 0, 0};
+    uint16_t bacc[4] = {0, 0, 0, 0};
+    for (int lane = 0; lane < 4; ++lane)
+      for (int h = lane; h < kHeads; h += 4) {
+        acc[lane] = std::fma(std::max(s[h], 0.0f), w[h], acc[lane]);
+        uint16_t a = ref::bf16_rne(s[h]);
+        if (a & 0x8000) a = 0;
+        const long double prod = (long double)ref::bf16_to_float(a) * ref::bf16_to_float(ref::bf16_rne(w[h]));
+        bacc[lane] = bf16_exact(prod + ref::bf16_to_float(bacc[lane]));
+      }
+    out.dense[size_t(p)] = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+    const uint16_t t0 = bf16_exact((long double)ref::bf16_to_float(bacc[0]) + ref::bf16_to_float(bacc[2]));
+    const uint16_t t1 = bf16_exact((long double)ref::bf16_to_float(bacc[1]) + ref::bf16_to_float(bacc[3]));
+    out.sparse_at[size_t(p)] = bf16_exact((long double)ref::bf16_to_float(t0) + ref::bf16_to_float(t1));
+  }
+  return out;
+}
+
+// The k best (larger score, then smaller index) of n, ids ascending.
+std::vector<int32_t> topk(const std::vector<float>& score, int k) {
+  std::vector<int32_t> ids(score.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+  if (int(ids.size()) > k) {
+    std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t c) { return score[size_t(a)] > score[size_t(c)]; });
+    ids.resize(size_t(k));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<int32_t> padded(std::vector<int32_t> v, int width, int32_t pad) {
+  v.resize(size_t(width), pad);
+  return v;
+}
+
+std::vector<int32_t> row_of(const std::vector<int32_t>& all, int r, int width) {
+  return std::vector<int32_t>(all.begin() + int64_t(r) * width, all.begin() + int64_t(r + 1) * width);
+}
+
+Spec standard_spec() {
+  Spec s;
+  s.lc = {20000, 700, 0, 40, 0};
+  s.lens = {{5, 512, 513, 16384, 16385, 20000}, {0, 300, 700}, {}, {1, 40}, {0}};
+  s.tails = {2, 1, 0, 1, 1};
+  return s;
+}
+
+void check_against_model(const Batch& b, const Results& gpu, bool sparse_path, const std::vector<int>& rows) {
+  const Layer* src = b.source();
+  REQUIRE(src != nullptr);
+  for (int r : rows) {
+    INFO("row " << r << " L " << b.compress_len[size_t(r)]);
+    REQUIRE(gpu.rows_done[size_t(r)] == 1);
+    const int L = b.compress_len[size_t(r)];
+    const RowScores s = model_row(b, *src, r);
+    REQUIRE(gpu.layers.at(20).dense_scores[size_t(r)].size() == size_t(L));
+    for (int p = 0; p < L; ++p) {
+      INFO("source position " << p);
+      REQUIRE(ref::float_bits(gpu.layers.at(20).dense_scores[size_t(r)][size_t(p)]) ==
+              ref::float_bits(s.dense[size_t(p)]));
+    }
+    CHECK(row_of(gpu.layers.at(20).positions, r, b.topk) == padded(topk(s.dense, b.topk), b.topk, -1));
+    // Level one.
+    const int nblocks = (L + 7) / 8;
+    std::vector<float> keys(static_cast<size_t>(nblocks));
+    for (int i = 0; i < nblocks; ++i) {
+      float m = -INFINITY;
+      for (int p = 8 * i; p < std::min(L, 8 * i + 8); ++p) m = std::max(m, s.dense[size_t(p)]);
+      keys[size_t(i)] = i == nblocks - 1 ? INFINITY : m;
+    }
+    const std::vector<int32_t> blocks = topk(keys, kTopkBlocks);
+    REQUIRE(row_of(gpu.blocks, r, kTopkBlocks) == padded(blocks, kTopkBlocks, kBlockPad));
+    const int valid = L > 0 ? 8 * (int(blocks.size()) - 1) + (L - 1) % 8 + 1 : 0;
+    std::vector<int32_t> cand(static_cast<size_t>(valid));
+    for (int c = 0; c < valid; ++c) cand[size_t(c)] = blocks[size_t(c / 8)] * 8 + c % 8;
+    for (const Layer* c : b.layers_with(Role::consumer)) {
+      INFO("consumer " << c->id);
+      const RowScores cs = model_row(b, *c, r);
+      std::vector<float> rank(static_cast<size_t>(valid));
+      const LayerResult& lr = gpu.layers.at(c->id);
+      if (sparse_path) {
+        REQUIRE(lr.sparse_scores[size_t(r)].size() == size_t(valid));
+        for (int col = 0; col < valid; ++col) {
+          INFO("column " << col);
+          REQUIRE(lr.sparse_scores[size_t(r)][size_t(col)] == cs.sparse_at[size_t(cand[size_t(col)])]);
+          rank[size_t(col)] = ref::bf16_to_float(cs.sparse_at[size_t(cand[size_t(col)])]) + 0.0f;
+        }
+      } else {
+        REQUIRE(lr.dense_scores[size_t(r)].size() == size_t(L));
+        for (int p = 0; p < L; ++p)
+          REQUIRE(ref::float_bits(lr.dense_scores[size_t(r)][size_t(p)]) == ref::float_bits(cs.dense[size_t(p)]));
+        for (int col = 0; col < valid; ++col) rank[size_t(col)] = cs.dense[size_t(cand[size_t(col)])];
+      }
+      std::vector<int32_t> picks;
+      for (int32_t col : topk(rank, b.topk)) picks.push_back(cand[size_t(col)]);
+      CHECK(row_of(lr.positions, r, b.topk) == padded(picks, b.topk, -1));
+      const int64_t t = b.tail_index(r);
+      if (t >= 0) CHECK(row_of(lr.tail_positions, int(t), b.topk) == row_of(lr.positions, r, b.topk));
+    }
+  }
+}
+
+std::vector<int> all_rows(const Batch& b) {
+  std::vector<int> rows(static_cast<size_t>(b.rows()));
+  for (int r = 0; r < b.rows(); ++r) rows[size_t(r)] = r;
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("gpu implementations are supported on this device") {
+  CHECK(gpu::make_gpu_sparse()->supported().ok);
+  CHECK(gpu::make_gpu_mask()->supported().ok);
+  CHECK(gpu::describe_device().find("sm_") != std::string::npos);
+}
+
+TEST_CASE("gpu-sparse and gpu-mask equal the exact CPU model bit for bit") {
+  const Batch b = make_batch(standard_spec(), 7);
+  RunOptions o;
+  o.scores = true;
+  for (bool sparse : {true, false}) {
+    INFO((sparse ? "gpu-sparse" : "gpu-mask"));
+    auto impl = sparse ? gpu::make_gpu_sparse() : gpu::make_gpu_mask();
+    const Results res = impl->run(b, o);
+    CHECK(res.peak_device_bytes > 0);
+    check_against_model(b, res, sparse, all_rows(b));
+  }
+}
+
+TEST_CASE("page size 64 and sampled rows give the full run's answers") {
+  Spec spec = standard_spec();
+  spec.page_size = 64;
+  const Batch b = make_batch(spec, 11);
+  RunOptions all;
+  all.scores = true;
+  RunOptions some = all;
+  some.rows = {1, 4, 7};
+  for (bool sparse : {true, false}) {
+    auto impl = sparse ? gpu::make_gpu_sparse() : gpu::make_gpu_mask();
+    const Results full = impl->run(b, all);
+    const Results part = impl->run(b, some);
+    check_against_model(b, part, sparse, some.rows);
+    for (int r : some.rows) {
+      CHECK(row_of(part.blocks, r, kTopkBlocks) == row_of(full.blocks, r, kTopkBlocks));
+      for (const auto& [id, lr] : full.layers)
+        CHECK(row_of(part.layers.at(id).positions, r, b.topk) == row_of(lr.positions, r, b.topk));
+    }
+    CHECK(part.rows_done[0] == 0);
+    CHECK(part.rows_done[4] == 1);
+  }
+}
+
+TEST_CASE("plain layers take the top-k of their dense scores") {
+  Spec spec;
+  spec.lc = {3000, 100};
+  spec.lens = {{2999, 3000, 600}, {0, 100}};
+  spec.tails = {0, 0};
+  spec.plain_only = true;
+  const Batch b = make_batch(spec, 3);
+  RunOptions o;
+  o.scores = true;
+  for (bool sparse : {true, false}) {
+    const Results res = (sparse ? gpu::make_gpu_sparse() : gpu::make_gpu_mask())->run(b, o);
+    CHECK(res.blocks.empty());
+    for (int r = 0; r < b.rows(); ++r) {
+      const RowScores s = model_row(b, b.layers[0], r);
+      const auto& got = res.layers.at(2).dense_scores[size_t(r)];
+      REQUIRE(got.size() == s.dense.size());
+      CHECK(std::memcmp(got.data(), s.dense.data(), got.size() * sizeof(float)) == 0);
+      CHECK(row_of(res.layers.at(2).positions, r, b.topk) == padded(topk(s.dense, b.topk), b.topk, -1));
+    }
+  }
+}
+
+TEST_CASE("timings name every kernel with events and positive medians") {
+  Spec spec;
+  spec.lc = {18000};
+  spec.lens = {{17000, 18000}};
+  spec.tails = {1};
+  const Batch b = make_batch(spec, 5);
+  RunOptions o;
+  o.timing = true;
+  o.timing_samples = 20;
+  const Results res = gpu::make_gpu_sparse()->run(b, o);
+  std::vector<std::string> names;
+  for (const KernelTiming& t : res.timings) {
+    names.push_back(t.kernel);
+    CHECK(t.samples >= 20);
+    CHECK(t.median_ms > 0);
+    CHECK(t.min_ms <= t.median_ms);
+    CHECK(t.median_ms <= t.max_ms);
+  }
+  for (const char* k : {"gpu-sparse/dense_logits", "gpu-sparse/block_amax", "gpu-sparse/topk",
+                        "gpu-sparse/block_topk", "gpu-sparse/sparse_logits", "gpu-sparse/small_topk"})
+    CHECK(std::find(names.begin(), names.end(), k) != names.end());
+}

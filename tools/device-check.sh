@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 4 in one call on the device machine (H200):
+#   configure (cmake --preset device), build (16 jobs), ctest -L gpu, the device checks of
+#   gpu-sparse / gpu-mask against the reference of their own path and against each other on
+#   smoke, edge, edge-r2, sglang-test and chunk-256k (256 sampled rows), the same through the CLI
+#   (generate / run / compare) where this build has it, compute-sanitizer memcheck on the edge
+#   batch, and the per-kernel timing table of chunk-256k, printed last.
+# Usage (repo root):  tools/device-check.sh [STAGE...]
+#   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
+#   given stages run in the order given)
+# Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
+# timings.md and logs.tgz (every stage's full log).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out/device-check}
+LOGS=$(mktemp -d)
+mkdir -p "$OUT"
+B=build-device
+STAGES=${*:-build ctest check check-256k cli memcheck timing}
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+finish() { tar -czf "$OUT/logs.tgz" -C "$LOGS" --exclude='*.h5' . 2>/dev/null; }
+trap finish EXIT
+# stage NAME LIMIT_S COMMAND...: runs with a time limit, logs to $LOGS/NAME.log, notes the result.
+stage() {
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  note "$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - t0)))"
+  finish  # logs come back even if a later stage runs past the call's limit
+  return $rc
+}
+
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,memory.total \
+    --format=csv
+  nvcc --version | tail -2
+  cmake --version | head -1
+} >"$LOGS/environment.log" 2>&1
+note "== device-check $(date -u +%FT%TZ) on $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>/dev/null)"
+
+do_build() {
+  stage configure 120 cmake --preset device || { tail -30 "$LOGS/configure.log"; exit 1; }
+  stage build 420 cmake --build --preset device -j 16 --target test_gpu ||
+    { grep -E "error|Error" "$LOGS/build.log" | head -40; exit 1; }
+  stage build-cli 300 cmake --build --preset device -j 16 --target dsa-harness  # optional: the cli stage
+}
+
+do_ctest() {
+  stage ctest-gpu 240 ctest --preset device -L gpu --output-on-failure
+  grep -E "tests passed|Failed|Skipped|\*\*\*" "$LOGS/ctest-gpu.log" | head -20 | tee -a "$SUMMARY"
+}
+
+CHECK="device check: gpu paths against the reference on a preset"
+do_check() {
+  for p in smoke edge edge-r2 sglang-test; do
+    DSA_CHECK_PRESET=$p stage "check-$p" 240 "$B/tests/test_gpu" "$CHECK"
+    grep -E "^  gpu-|failed:|passed|FAILED" "$LOGS/check-$p.log" | head -12 | tee -a "$SUMMARY"
+  done
+}
+do_check-256k() {
+  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_ROWS=256 stage check-chunk-256k 420 "$B/tests/test_gpu" "$CHECK"
+  grep -E "^  gpu-|failed:|passed|FAILED" "$LOGS/check-chunk-256k.log" | head -12 | tee -a "$SUMMARY"
+}
+
+do_cli() {
+  if "$B/dsa-harness" run --help 2>&1 | grep -q -- "--impl"; then
+    H="$B/dsa-harness"
+    for p in edge sglang-test; do
+      stage "cli-generate-$p" 120 "$H" generate --preset "$p" --seed 0 -o "$LOGS/$p.h5"
+      stage "cli-run-$p" 300 "$H" run "$LOGS/$p.h5" --impl reference-sparse,reference-mask,gpu-sparse,gpu-mask \
+        --scores -o "$LOGS/$p-results.h5"
+      stage "cli-compare-$p-sparse" 120 "$H" compare "$LOGS/$p.h5" "$LOGS/$p-results.h5" --impl gpu-sparse --against reference-sparse
+      stage "cli-compare-$p-mask" 120 "$H" compare "$LOGS/$p.h5" "$LOGS/$p-results.h5" --impl gpu-mask --against reference-mask
+      stage "cli-compare-$p-public" 120 "$H" compare "$LOGS/$p.h5" "$LOGS/$p-results.h5" --impl gpu-sparse --against gpu-mask
+      rm -f "$LOGS/$p.h5" "$LOGS/$p-results.h5"
+    done
+  else
+    note "cli: 'dsa-harness run' not in this build yet; in-process checks above cover the comparison"
+  fi
+}
+
+do_memcheck() {
+  if command -v compute-sanitizer >/dev/null; then
+    DSA_CHECK_PRESET=edge stage memcheck-edge 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$B/tests/test_gpu" "$CHECK"
+    grep -E "ERROR SUMMARY|Invalid|passed|failed" "$LOGS/memcheck-edge.log" | head -8 | tee -a "$SUMMARY"
+  else
+    note "memcheck: compute-sanitizer not found"
+  fi
+}
+
+do_timing() {
+  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_TABLE="$OUT/timings.md" stage timing-chunk-256k 500 \
+    "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
+  {
+    echo
+    echo "command: DSA_CHECK_PRESET=chunk-256k $B/tests/test_gpu \"device check: per-kernel timings over all rows\""
+    cat "$LOGS/environment.log"
+  } >>"$OUT/timings.md" 2>/dev/null
+  echo
+  sed -n '/per-kernel timings/,$p' "$LOGS/timing-chunk-256k.log" | grep -E "^\||timings" | tee -a "$SUMMARY"
+}
+
+for st in $STAGES; do "do_$st"; done
