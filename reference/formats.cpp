@@ -15,7 +15,10 @@ int fp4_twice(uint8_t code) {
   return (code & 8) ? -mag : mag;
 }
 
-float fp4_value(uint8_t code) { return 0.5f * float(fp4_twice(code)); }
+float fp4_value(uint8_t code) {
+  const float mag = 0.5f * float(kTwice[code & 7]);
+  return (code & 8) ? -mag : mag;  // code 8 is -0, not +0
+}
 
 float ue8m0_scale(uint8_t e) { return std::ldexp(1.0f, int(e) - 127); }
 
