@@ -6,6 +6,10 @@
 #include <map>
 #include <memory>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "harness/batch_io.hpp"
 #include "harness/compare.hpp"
 #include "harness/content_id.hpp"
@@ -17,6 +21,8 @@
 #include "harness/replay_log.hpp"
 #include "harness/row_selection.hpp"
 #include "reports/printers.hpp"
+
+extern char** environ;
 
 namespace dsa {
 
@@ -114,7 +120,7 @@ class BatchRun {
       report_failures(cases);
       report.runs.push_back(run);
       report.cases.insert(report.cases.end(), cases.begin(), cases.end());
-      progress_.advance(work_, id_.substr(0, 8) + " " + impl);
+      progress_.advance(work_, id_.substr(0, 8) + " " + impl + (run.status == Disposition::passed ? "" : " (not run)"));
     }
   }
 
@@ -226,6 +232,77 @@ uint64_t file_size(const std::string& path) {
   return ec ? 0 : uint64_t(size);
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ",") + i;
+  return out;
+}
+
+// The command line of one device's share: the same replay as sub-shard `sub` of `subs`.
+std::vector<std::string> device_args(const ReplayOptions& o, Shard sub, int device, const std::string& dir) {
+  char tolerance[64];
+  std::snprintf(tolerance, sizeof tolerance, "%.17g", o.tolerance);
+  std::vector<std::string> a = {"dsa-harness", "replay"};
+  a.insert(a.end(), o.inputs.begin(), o.inputs.end());
+  if (!o.impls.empty()) a.insert(a.end(), {"--impl", join(o.impls)});
+  a.insert(a.end(), {"--rows", o.rows, "--seed", std::to_string(o.seed), "--repeat", std::to_string(o.repeat),
+                     "--tolerance", tolerance, "--shard", std::to_string(sub.index) + "/" + std::to_string(sub.count),
+                     "--devices", std::to_string(device), "-o", dir});
+  if (o.resume) a.push_back("--resume");
+  return a;
+}
+
+// Starts this program on one device: CUDA_VISIBLE_DEVICES narrows the child to that GPU.
+pid_t spawn_on_device(const std::string& program, const std::vector<std::string>& args, int device) {
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) env_text.push_back(*e);
+  env_text.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(device));
+  std::vector<char*> argv, envp;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& e : env_text) envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0)
+    throw EnvironmentError("--devices: cannot start a replay process for device " + std::to_string(device));
+  return pid;
+}
+
+// --devices with several GPUs: one process per device, each on a sub-shard of this shard's
+// share (sub-shard I*D+k of N*D), then one merged report. Every process writes its own folder
+// DIR/device-K (with its own cases.jsonl, so --resume works per device).
+Report run_on_devices(const ReplayOptions& o) {
+  const Shard outer = o.shard ? *o.shard : shard_from_environment();
+  const int d = int(o.devices.size());
+  std::vector<std::string> dirs;
+  std::vector<pid_t> pids;
+  for (int k = 0; k < d; ++k) {
+    dirs.push_back(o.out_dir + "/device-" + std::to_string(o.devices[size_t(k)]));
+    const Shard sub{outer.index * d + k, outer.count * d};
+    pids.push_back(spawn_on_device(o.program, device_args(o, sub, o.devices[size_t(k)], dirs.back()), o.devices[size_t(k)]));
+  }
+  std::string failed;
+  for (int k = 0; k < d; ++k) {
+    int status = 0;
+    ::waitpid(pids[size_t(k)], &status, 0);
+    const bool verdict = WIFEXITED(status) && WEXITSTATUS(status) != kExitInvalid;
+    if (!verdict) failed += (failed.empty() ? "" : ", ") + std::to_string(o.devices[size_t(k)]);
+  }
+  if (!failed.empty())
+    throw EnvironmentError("--devices: the replay on device(s) " + failed + " failed (see its message above)");
+  std::vector<Report> parts;
+  for (const std::string& dir : dirs) parts.push_back(read_report(dir + "/report.json"));
+  Report report = merge_reports(parts, dirs);
+  report.environment.devices = o.devices;
+  report.settings.shard = outer.index;
+  report.settings.shards = outer.count;
+  report.shards_merged.clear();
+  finalize_report(report);
+  reports::write_reports(report, o.out_dir);
+  return report;
+}
+
 }  // namespace
 
 std::string default_fixtures_dir() { return std::string(DSA_SOURCE_DIR) + "/fixtures"; }
@@ -271,6 +348,7 @@ std::vector<ImplAvailability> list_implementations() {
 Report run_replay(const ReplayOptions& o) {
   if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be at least 1");
   if (!(o.tolerance >= 0)) throw InputError("--tolerance", std::to_string(o.tolerance), "must be >= 0");
+  if (o.devices.size() > 1 && o.case_id.empty()) return run_on_devices(o);
   std::optional<CaseId> only;
   ReplayOptions opt = o;
   if (!o.case_id.empty()) {

@@ -24,9 +24,10 @@ struct ReplayOptions {
   std::string case_id;              // --case: rerun exactly this case
   std::string out_dir = "dsa-report";
   std::optional<Shard> shard;       // default: from the environment (Slurm array, Indexed Job)
-  std::vector<int> devices;         // --devices (recorded; one device: no-op)
+  std::vector<int> devices;         // --devices: several -> one process per GPU, merged; one: no-op
   bool resume = false;
   std::FILE* progress = stderr;     // progress and per-case lines; nullptr: quiet
+  std::string program = "/proc/self/exe";  // the dsa-harness binary --devices starts per device
 };
 
 // Runs the replay and writes report.json, report.md, junit.xml and report.html into out_dir.

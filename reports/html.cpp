@@ -59,7 +59,8 @@ function series(svg,ser,xl,yl,dots,ylo){
       d+=dots?'M'+x+','+y+'h0.01':(j?'L':'M')+x+','+y;});
     var p=el(svg,'path',{d:d,'class':'data',stroke:COL[i%COL.length],fill:'none','stroke-width':dots?4:1.5,'stroke-linecap':'round'});
     el(p,'title',{},s.name);
-    el(svg,'text',{x:W-R-4,y:T+12+12*i,'text-anchor':'end','font-size':10,fill:COL[i%COL.length]},s.name);});
+    if(i<10)el(svg,'text',{x:W-R-4,y:T+12+12*i,'text-anchor':'end','font-size':10,fill:COL[i%COL.length]},s.name);
+    else if(i===10)el(svg,'text',{x:W-R-4,y:T+12+12*i,'text-anchor':'end','font-size':10},'+'+(ser.length-10)+' more (hover a line)');});
 }
 function histogram(svg,vals,xl){
   if(!vals.length){empty(svg);return;}
@@ -73,6 +74,7 @@ function histogram(svg,vals,xl){
 }
 function kernels(svg,ks){
   if(!ks.length){empty(svg,'no kernel timings in this run');return;}
+  H=Math.max(260,T+B+16*ks.length);
   var hi=0;ks.forEach(function(k){hi=Math.max(hi,k.max,k.floor);});
   var rowH=(H-T-B)/ks.length,f=frame(svg,0,hi*1.05,0,ks.length,'ms (bar: min..max, mark: median; grey: floor)',''),d='',fl='';
   ks.forEach(function(k,i){var y=T+rowH*(i+0.5),h=Math.max(2,rowH*0.5);
@@ -84,12 +86,13 @@ function kernels(svg,ks){
   if(fl)el(svg,'path',{d:fl,'class':'floor',stroke:'#888','stroke-width':3});
 }
 var plots=document.querySelectorAll('svg[data-plot]');
-plots.forEach(function(svg){svg.setAttribute('viewBox','0 0 '+W+' '+H);svg.setAttribute('width',W);svg.setAttribute('height',H);
+plots.forEach(function(svg){H=260;
   var k=svg.getAttribute('data-plot');
   if(k==='agreement')series(svg,D.agreement,'row','set agreement',true,0);
   else if(k==='floor-margins')histogram(svg,D.margins,'floor margin (score - floor) / |floor|');
   else if(k==='kernel-latency')kernels(svg,D.kernels);
-  else if(k==='latency-context')series(svg,D.context,'context (max L)','median ms',false,0);});
+  else if(k==='latency-context')series(svg,D.context,'context (max L)','median ms',false,0);
+  svg.setAttribute('viewBox','0 0 '+W+' '+H);svg.setAttribute('width',W);svg.setAttribute('height',H);});
 document.body.setAttribute('data-plots','rendered');
 })();
 )JS";
@@ -124,12 +127,22 @@ json floor_margins(const Report& r) {
   return out;
 }
 
+// The latency plots show the GPU implementations' kernels when any were timed (the CPU
+// references' stage timings would drown them), else whatever was timed.
+bool plotted(const Report& r, const ImplRun& run) {
+  const bool any_gpu = std::any_of(r.runs.begin(), r.runs.end(),
+                                   [](const ImplRun& x) { return x.device != "cpu" && !x.kernels.empty(); });
+  return !any_gpu || run.device != "cpu";
+}
+
 json kernel_bars(const Report& r) {
   json out = json::array();
-  for (const ImplRun& run : r.runs)
+  for (const ImplRun& run : r.runs) {
+    if (!plotted(r, run)) continue;
     for (const KernelFigure& k : run.kernels)
       out.push_back({{"name", run.impl + " " + k.kernel + " @" + k.layer + " [" + run.batch_id.substr(0, 8) + "]"},
                      {"median", k.median_ms}, {"min", k.min_ms}, {"max", k.max_ms}, {"floor", k.floor_ms}});
+  }
   return out;
 }
 
@@ -138,9 +151,11 @@ json context_series(const Report& r) {
   std::map<std::string, int> context;
   for (const InputInfo& in : r.inputs) context[in.batch_id] = in.max_len;
   std::map<std::string, json> series;
-  for (const ImplRun& run : r.runs)
+  for (const ImplRun& run : r.runs) {
+    if (!plotted(r, run)) continue;
     for (const KernelFigure& k : run.kernels)
       series[run.impl + " " + k.kernel + " @" + k.layer].push_back({context[run.batch_id], k.median_ms});
+  }
   json out = json::array();
   for (auto& [name, pts] : series) {
     std::sort(pts.begin(), pts.end());
