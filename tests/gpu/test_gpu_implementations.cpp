@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <random>
 
 #include "gpu/gpu_implementations.hpp"
@@ -100,12 +102,18 @@ Batch make_batch(const Spec& spec, uint64_t seed) {
 }
 
 // ---------- the exact CPU model ----------
-float head_score(const uint8_t* q, const uint8_t* qs, const uint8_t* k, const uint8_t* ks) {
+// Twice the e2m1 values of one packed vector (integers in [-12, 12]).
+std::vector<int8_t> decode(const uint8_t* packed) {
+  std::vector<int8_t> v(kHeadDim);
+  for (int d = 0; d < kHeadDim; ++d) v[size_t(d)] = int8_t(ref::fp4_twice(ref::fp4_code_at(packed, d)));
+  return v;
+}
+
+float head_score(const int8_t* q, const uint8_t* qs, const int8_t* k, const uint8_t* ks) {
   long double s = 0;  // 64-bit significand: exact for the spans used here
   for (int g = 0; g < 4; ++g) {
-    long G = 0;
-    for (int d = 32 * g; d < 32 * g + 32; ++d)
-      G += ref::fp4_twice(ref::fp4_code_at(q, d)) * ref::fp4_twice(ref::fp4_code_at(k, d));
+    int G = 0;
+    for (int d = 32 * g; d < 32 * g + 32; ++d) G += int(q[d]) * int(k[d]);
     s += std::ldexp((long double)G, int(qs[g]) + int(ks[g]) - 256);
   }
   return float(s);
@@ -126,17 +134,30 @@ struct RowScores {
   std::vector<uint16_t> sparse_at;  // by position
 };
 
-RowScores model_row(const Batch& b, const Layer& l, int r) {
+// Scores of one row of one layer, cached (the model is slow enough to compute only once).
+// Cleared by each test case: batches are locals, their addresses may repeat.
+std::map<std::tuple<const Batch*, int, int>, RowScores>& model_cache() {
+  static std::map<std::tuple<const Batch*, int, int>, RowScores> cache;
+  return cache;
+}
+
+const RowScores& model_row(const Batch& b, const Layer& l, int r) {
+  auto& cache = model_cache();
+  const auto key = std::make_tuple(&b, l.id, r);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
   const int L = b.compress_len[size_t(r)], q = b.row_request[size_t(r)];
   RowScores out;
   out.dense.resize(size_t(L));
   out.sparse_at.resize(size_t(L));
   const float* w = l.weight_row(r);
+  std::vector<std::vector<int8_t>> qd;
+  for (int h = 0; h < kHeads; ++h) qd.push_back(decode(l.q_row(r) + h * kPackedDim));
   for (int p = 0; p < L; ++p) {
+    const std::vector<int8_t> kd = decode(b.key_payload(q, p));
     float s[kHeads];
     for (int h = 0; h < kHeads; ++h)
-      s[h] = head_score(l.q_row(r) + h * kPackedDim, l.scale_row(r) + h * kScaleGroups, b.key_payload(q, p),
-                        b.key_scale(q, p));
+      s[h] = head_score(qd[size_t(h)].data(), l.scale_row(r) + h * kScaleGroups, kd.data(), b.key_scale(q, p));
     float acc[4] = {0, 0, 0, 0};
     uint16_t bacc[4] = {0, 0, 0, 0};
     for (int lane = 0; lane < 4; ++lane)
@@ -152,7 +173,7 @@ RowScores model_row(const Batch& b, const Layer& l, int r) {
     const uint16_t t1 = bf16_exact((long double)ref::bf16_to_float(bacc[1]) + ref::bf16_to_float(bacc[3]));
     out.sparse_at[size_t(p)] = bf16_exact((long double)ref::bf16_to_float(t0) + ref::bf16_to_float(t1));
   }
-  return out;
+  return cache.emplace(key, std::move(out)).first->second;
 }
 
 // The k best (larger score, then smaller index) of n, ids ascending.
@@ -191,7 +212,7 @@ void check_against_model(const Batch& b, const Results& gpu, bool sparse_path, c
     INFO("row " << r << " L " << b.compress_len[size_t(r)]);
     REQUIRE(gpu.rows_done[size_t(r)] == 1);
     const int L = b.compress_len[size_t(r)];
-    const RowScores s = model_row(b, *src, r);
+    const RowScores& s = model_row(b, *src, r);
     REQUIRE(gpu.layers.at(20).dense_scores[size_t(r)].size() == size_t(L));
     for (int p = 0; p < L; ++p) {
       INFO("source position " << p);
@@ -214,7 +235,7 @@ void check_against_model(const Batch& b, const Results& gpu, bool sparse_path, c
     for (int c = 0; c < valid; ++c) cand[size_t(c)] = blocks[size_t(c / 8)] * 8 + c % 8;
     for (const Layer* c : b.layers_with(Role::consumer)) {
       INFO("consumer " << c->id);
-      const RowScores cs = model_row(b, *c, r);
+      const RowScores& cs = model_row(b, *c, r);
       std::vector<float> rank(static_cast<size_t>(valid));
       const LayerResult& lr = gpu.layers.at(c->id);
       if (sparse_path) {
@@ -254,6 +275,7 @@ TEST_CASE("gpu implementations are supported on this device") {
 }
 
 TEST_CASE("gpu-sparse and gpu-mask equal the exact CPU model bit for bit") {
+  model_cache().clear();
   const Batch b = make_batch(standard_spec(), 7);
   RunOptions o;
   o.scores = true;
@@ -267,6 +289,7 @@ TEST_CASE("gpu-sparse and gpu-mask equal the exact CPU model bit for bit") {
 }
 
 TEST_CASE("page size 64 and sampled rows give the full run's answers") {
+  model_cache().clear();
   Spec spec = standard_spec();
   spec.page_size = 64;
   const Batch b = make_batch(spec, 11);
@@ -290,6 +313,7 @@ TEST_CASE("page size 64 and sampled rows give the full run's answers") {
 }
 
 TEST_CASE("plain layers take the top-k of their dense scores") {
+  model_cache().clear();
   Spec spec;
   spec.lc = {3000, 100};
   spec.lens = {{2999, 3000, 600}, {0, 100}};
@@ -302,7 +326,7 @@ TEST_CASE("plain layers take the top-k of their dense scores") {
     const Results res = (sparse ? gpu::make_gpu_sparse() : gpu::make_gpu_mask())->run(b, o);
     CHECK(res.blocks.empty());
     for (int r = 0; r < b.rows(); ++r) {
-      const RowScores s = model_row(b, b.layers[0], r);
+      const RowScores& s = model_row(b, b.layers[0], r);
       const auto& got = res.layers.at(2).dense_scores[size_t(r)];
       REQUIRE(got.size() == s.dense.size());
       CHECK(std::memcmp(got.data(), s.dense.data(), got.size() * sizeof(float)) == 0);
