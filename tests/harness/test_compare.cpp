@@ -1,7 +1,13 @@
 // The comparison driver on a generated batch with the real reference: rule choice, verdicts,
 // planted failures located by coordinates, rows done on both sides, layers on one side only.
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "harness/batch_io.hpp"
 #include "harness/compare.hpp"
 #include "harness/generate.hpp"
 #include "harness/impl_reference.hpp"
@@ -46,13 +52,13 @@ double value(const LayerComparison& l, const std::string& name) {
   return r->value;
 }
 
-// A consumer and a row long enough (L > k) that the picks are a real choice.
+// A consumer and the longest row (always in a --rows N draw), long enough that the picks are a
+// real choice.
 std::pair<int, int> consumer_row(const Batch& b) {
   const Layer* c = b.layers_with(Role::consumer).at(0);
-  for (int r = 0; r < b.rows(); ++r)
-    if (b.compress_len[size_t(r)] > 4 * b.topk) return {c->id, r};
-  FAIL("smoke has no long row");
-  return {0, 0};
+  const int r = int(std::max_element(b.compress_len.begin(), b.compress_len.end()) - b.compress_len.begin());
+  REQUIRE(b.compress_len[size_t(r)] > 4 * b.topk);
+  return {c->id, r};
 }
 
 // Replaces one pick of (layer, row) by the unpicked position inside the row's blocks whose
@@ -201,4 +207,40 @@ TEST_CASE("only rows done on both sides are compared; a layer on one side is not
   const Comparison m = compare_results(b, missing, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
   CHECK(layer_of(m, std::to_string(layer)).disposition == Disposition::not_run);
   CHECK(m.disposition == Disposition::passed);
+}
+
+namespace {
+int exit_status(const std::string& command) {
+  const int rc = std::system((command + " > /dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+}  // namespace
+
+TEST_CASE("CLI: run writes a result file compare accepts; exit 0 passed, 1 planted failure, 4 unknown group") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dsa-compare-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string batch = (dir / "smoke.h5").string(), results = (dir / "smoke.results.h5").string();
+  write_batch(batch, smoke());
+  const std::string bin = DSA_BINARY;
+  REQUIRE(exit_status(bin + " run " + batch + " --impl reference-sparse,reference-mask --rows 3 --seed 1 -o " + results) == 0);
+  const std::string cmp = bin + " compare " + batch + " " + results;
+  CHECK(exit_status(cmp + " --impl reference-sparse --against reference-mask") == 0);
+  CHECK(exit_status(cmp + " --impl reference-mask --against reference-mask") == 0);
+  CHECK(exit_status(cmp + " --impl gpu-sparse --against reference-sparse") == 4);
+
+  // Plant one wrong pick in a row that was run, write the file back, compare again.
+  const Batch& b = smoke();
+  std::vector<Results> read = read_results(results, b);
+  REQUIRE(read.size() == 2);
+  Results& sparse = read[1].name == "reference-sparse" ? read[1] : read[0];
+  const auto [layer, row] = consumer_row(b);
+  REQUIRE(sparse.rows_done[size_t(row)] == 1);  // the longest row is always drawn
+  plant_low_pick(b, sparse, layer, row);
+  const std::string planted = (dir / "planted.results.h5").string();
+  write_results(planted, b, read);
+  const std::string cmp2 = bin + " compare " + batch + " " + planted;
+  CHECK(exit_status(cmp2 + " --impl reference-sparse --against reference-mask") == 1);
+  CHECK(exit_status(cmp2 + " --impl reference-mask --against reference-mask") == 0);
+  fs::remove_all(dir);
 }
