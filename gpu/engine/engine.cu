@@ -40,6 +40,17 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 }  // namespace
 
+// The architectures this file was compiled for, e.g. "900,1000" (nvcc's __CUDA_ARCH_LIST__).
+#define DSA_STR2(...) #__VA_ARGS__
+#define DSA_STR(...) DSA_STR2(__VA_ARGS__)
+static const char* compiled_arch_list() {
+#ifdef __CUDA_ARCH_LIST__
+  return DSA_STR(__CUDA_ARCH_LIST__);
+#else
+  return "";
+#endif
+}
+
 std::string unsupported_reason() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
@@ -47,16 +58,23 @@ std::string unsupported_reason() {
     cudaGetLastError();
     return std::string("no CUDA device (") + (err != cudaSuccess ? cudaGetErrorString(err) : "none found") + ")";
   }
+  int device = 0, major = 0, minor = 0;
+  DSA_CUDA_CHECK(cudaGetDevice(&device));
+  DSA_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  DSA_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const std::string sm = "sm_" + std::to_string(major * 10 + minor);
+  // Machine code for exactly this architecture must be in the binary (no PTX fallback: the
+  // 'a' targets are not forward compatible).
+  const std::string list = std::string(",") + compiled_arch_list() + ",";
+  if (list.find("," + std::to_string(major * 100 + minor * 10) + ",") == std::string::npos)
+    return "kernels not built for " + sm + " (built for " + compiled_arch_list() + ")";
   cudaFuncAttributes attr;
   err = cudaFuncGetAttributes(&attr, probe_kernel);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    int device = 0, major = 0, minor = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    return "kernels not built for sm_" + std::to_string(major * 10 + minor) + " (" + cudaGetErrorString(err) + ")";
-  }
+  cudaGetLastError();
+  // Other errors (e.g. a static initializer asking before this module registered its kernels)
+  // say nothing about the image; the architecture check above has answered.
+  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice)
+    return "kernels not built for " + sm + " (" + cudaGetErrorString(err) + ")";
   return "";
 }
 
