@@ -53,12 +53,13 @@ void Progress::draw(const std::string& label) {
 }
 
 void Progress::begin(const std::string& label) {
-  if (terminal_) draw(label);
+  if (out_ && terminal_) draw(label);
 }
 
 void Progress::advance(double work, const std::string& label) {
   done_ += work;
   ++steps_;
+  if (!out_) return;
   if (terminal_) {
     draw(label);
     return;
@@ -70,6 +71,7 @@ void Progress::advance(double work, const std::string& label) {
 }
 
 void Progress::finish() {
+  if (!out_) return;
   if (terminal_ && drawn_) std::fprintf(out_, "\r\033[K");
   std::fflush(out_);
 }

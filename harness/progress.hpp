@@ -9,7 +9,8 @@ namespace dsa {
 
 class Progress {
  public:
-  // `total` is the work of the whole run in any unit (e.g. rows x context per step).
+  // `total` is the work of the whole run in any unit (e.g. rows x context per step). A null
+  // `out` makes a quiet progress (library callers, tests).
   Progress(std::FILE* out, double total, bool terminal);
   static bool is_terminal(std::FILE* out);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -136,15 +137,20 @@ class BatchRun {
   }
 
   // Results of a name, computed once per batch (references serve several comparisons).
+  // A run made only as a comparison partner is not timed; its own turn as a target times it.
   const Results& results_of(const std::string& name, bool timed) {
     auto it = results_.find(name);
-    if (it != results_.end()) return it->second;
+    const bool cpu = devices_.count(name) && devices_[name] == "cpu";  // CPU stage timings come anyway
+    if (it != results_.end() && (!timed || cpu || timed_.count(name))) return it->second;
     ImplementationPtr impl = make_implementation(name, batch_);
     const Support s = impl->supported();
     if (!s.ok) throw EnvironmentError(name + " cannot run on this machine: " + s.reason);
     RunOptions o = run_options_;
     o.timing = timed && impl->device() != "cpu";
-    return results_.emplace(name, impl->run(batch_, o)).first->second;
+    if (timed) timed_.insert(name);
+    Results& slot = results_[name];
+    slot = impl->run(batch_, o);
+    return slot;
   }
 
   void run_one(const std::string& impl, bool named, const std::vector<std::string>& runnable, ImplRun& run,
@@ -213,6 +219,7 @@ class BatchRun {
   std::map<std::string, Support> support_;
   std::map<std::string, std::string> devices_;
   std::map<std::string, Results> results_;
+  std::set<std::string> timed_;
 };
 
 // The names replay runs: --impl as given, or the references and every GPU implementation.
@@ -369,7 +376,7 @@ Report run_replay(const ReplayOptions& o) {
   CaseLog log(o.out_dir, report.settings, o.resume);
   double total = 0;
   for (const std::string& f : mine) total += double(std::max<uint64_t>(file_size(f), 1)) * targets.size();
-  Progress progress(o.progress ? o.progress : stderr, total, o.progress && Progress::is_terminal(o.progress));
+  Progress progress(o.progress, total, Progress::is_terminal(o.progress));
 
   bool case_found = false;
   for (const std::string& path : mine) {

@@ -106,8 +106,8 @@ TEST_CASE("html: plots render in headless Chromium") {
     CHECK(data_paths(svg) >= 1);
     CHECK(svg.find("nodata") == std::string::npos);
   }
-  // Two agreement series (one per batch) were drawn.
-  CHECK(data_paths(plot_svg(dom, "agreement")) == 2);
+  // One agreement series per ranked comparison: own-path and public-test, in each of two cases.
+  CHECK(data_paths(plot_svg(dom, "agreement")) == 4);
 }
 
 TEST_CASE("html: without timings the latency plot says so instead of drawing nothing silently") {
@@ -123,5 +123,5 @@ TEST_CASE("html: without timings the latency plot says so instead of drawing not
   const std::string latency = plot_svg(dom, "kernel-latency");
   CHECK(data_paths(latency) == 0);
   CHECK(latency.find("no kernel timings") != std::string::npos);
-  CHECK(data_paths(plot_svg(dom, "agreement")) == 2);
+  CHECK(data_paths(plot_svg(dom, "agreement")) == 4);
 }
