@@ -3,7 +3,8 @@
 // Correctness: thresholds on the current run (validity 100 %, no floor violation, no incorrect
 // case) and agreement not below the baseline's by more than a margin. Latency: each kernel's
 // median against the spread (min..max of samples) of both runs. A change inside the noise is
-// "inconclusive", never "faster" or "slower".
+// "inconclusive", never "faster" or "slower". Kernels timed with a single sample (the CPU
+// references' stage timings) have no spread and are not judged.
 #include <string>
 #include <vector>
 

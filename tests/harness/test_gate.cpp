@@ -117,6 +117,15 @@ TEST_CASE("gate: a change inside the noise is inconclusive, never faster or slow
   CHECK(run_gate(base, with_kernels_scaled(base, 0.7), GateConfig{}).exit_code == kExitPass);
 }
 
+TEST_CASE("gate: single-sample timings have no spread and are not judged") {
+  Report base = test::sample_report();
+  for (ImplRun& run : base.runs)
+    for (KernelFigure& k : run.kernels) k.samples = 1;
+  const GateResult g = run_gate(base, with_kernels_scaled(base, 2.0), GateConfig{});
+  CHECK(g.exit_code == kExitPass);
+  CHECK(g.kernels_compared == 0);
+}
+
 TEST_CASE("gate: a case missing from the current run is inconclusive") {
   Report cur = test::sample_report();
   cur.cases.pop_back();
