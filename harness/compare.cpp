@@ -213,24 +213,34 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
   const PickTable* own_blocks = consumer && a_blocks.present() ? &a_blocks : nullptr;
 
   add(lc, metrics::validity_positions(rows, a, c.batch.topk, own_blocks), "validity", true);
-  const MetricResult agreement =
-      metrics::set_agreement(rows, a, b, c.rule == Rule::public_test ? kPublicAgreement : 1.0);
-  add(lc, agreement, "agreement", c.rule == Rule::public_test);
 
-  if (c.rule == Rule::own_path) {
-    const MetricResult exact =
-        metrics::tie_exactness(rows, a, b, position_rank(c.batch, layer, ranking_of(c.b_path, layer.role)));
-    add(lc, exact, "exactness", true);
-    add_row_figures(lc, rows, a, b, agreement, &exact, nullptr);
-  } else if (c.rule == Rule::public_test) {
-    const MetricResult floor = metrics::selection_floor(rows, a, b, own_blocks, position_rank(c.batch, layer, Ranking::dense),
-                                                        c.batch.topk, c.tolerance);
+  if (c.rule == Rule::public_test) {
+    // The public test measures the sparse path against the mask path's picks and floor,
+    // whichever of the two is under test here.
+    const bool mask_under_test = c.a_path == PathKind::mask;
+    const PickTable& sparse_side = mask_under_test ? b : a;
+    const PickTable& mask_side = mask_under_test ? a : b;
+    const PickTable sparse_blocks = metrics::blocks_table(mask_under_test ? c.b.blocks : c.a.blocks);
+    const MetricResult agreement = metrics::set_agreement(rows, sparse_side, mask_side, kPublicAgreement);
+    add(lc, agreement, "agreement", true);
+    const MetricResult floor =
+        metrics::selection_floor(rows, sparse_side, mask_side, consumer && sparse_blocks.present() ? &sparse_blocks : nullptr,
+                                 position_rank(c.batch, layer, Ranking::dense), c.batch.topk, c.tolerance);
     add(lc, floor, "floor", true);
-    add_row_figures(lc, rows, a, b, agreement, nullptr, &floor);
+    add_row_figures(lc, rows, sparse_side, mask_side, agreement, nullptr, &floor);
   } else {
-    if (consumer && a_blocks.present())
-      add(lc, metrics::two_level_quality(rows, a, a_blocks, exact_topk(c.batch, layer)), "quality", false);
-    add_row_figures(lc, rows, a, b, agreement, nullptr, nullptr);
+    const MetricResult agreement = metrics::set_agreement(rows, a, b);
+    add(lc, agreement, "agreement", false);
+    if (c.rule == Rule::own_path) {
+      const MetricResult exact =
+          metrics::tie_exactness(rows, a, b, position_rank(c.batch, layer, ranking_of(c.b_path, layer.role)));
+      add(lc, exact, "exactness", true);
+      add_row_figures(lc, rows, a, b, agreement, &exact, nullptr);
+    } else {
+      if (consumer && a_blocks.present())
+        add(lc, metrics::two_level_quality(rows, a, a_blocks, exact_topk(c.batch, layer)), "quality", false);
+      add_row_figures(lc, rows, a, b, agreement, nullptr, nullptr);
+    }
   }
   add_fidelity(lc, c, rows, la, lb);
   return lc;

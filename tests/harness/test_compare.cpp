@@ -154,6 +154,22 @@ TEST_CASE("public test: reference sparse path against the mask path, and a plant
   CHECK(lb.mismatches[0].actual == std::to_string(low));
 }
 
+TEST_CASE("public test with the mask path under test still measures against the mask floor") {
+  const Batch& b = smoke();
+  const Comparison c = compare_results(b, reference(PathKind::mask), PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.rule == Rule::public_test);
+  CHECK(c.disposition == Disposition::passed);
+  // A low pick on the mask side lowers the floor: the sparse side now misses candidates above it.
+  Results a = reference(PathKind::mask);
+  const auto [layer, row] = consumer_row(b);
+  plant_low_pick(b, a, layer, row);
+  const Comparison bad = compare_results(b, a, PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
+  const LayerComparison& l = layer_of(bad, std::to_string(layer));
+  CHECK(l.failed_metric == "floor");
+  CHECK(value(l, "floor.miss_violations") >= 1);
+  CHECK(value(l, "floor.pick_violations") == 0);
+}
+
 TEST_CASE("quality: recall of the exact dense top-k, informational") {
   const Batch& b = smoke();
   const Comparison c = compare_results(b, reference(PathKind::sparse), PathKind::sparse, reference(PathKind::exact), PathKind::exact);
@@ -228,6 +244,11 @@ TEST_CASE("CLI: run writes a result file compare accepts; exit 0 passed, 1 plant
   CHECK(exit_status(cmp + " --impl reference-sparse --against reference-mask") == 0);
   CHECK(exit_status(cmp + " --impl reference-mask --against reference-mask") == 0);
   CHECK(exit_status(cmp + " --impl gpu-sparse --against reference-sparse") == 4);
+#if !DSA_HAVE_CUDA
+  // An implementation this machine cannot run is an environment error, before anything runs.
+  CHECK(exit_status(bin + " run " + batch + " --impl reference-sparse,gpu-sparse -o " + results) == 4);
+#endif
+  CHECK(exit_status(bin + " run " + batch + " --impl reference-sparse --rows 1,99999 -o " + results) == 4);
 
   // Plant one wrong pick in a row that was run, write the file back, compare again.
   const Batch& b = smoke();

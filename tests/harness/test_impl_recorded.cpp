@@ -1,7 +1,12 @@
 // recorded:NAME returns the outputs recorded in the batch, restricted to the requested rows, and
 // goes through the same comparison as computed results.
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "harness/batch_io.hpp"
 #include "harness/compare.hpp"
 #include "harness/core/errors.hpp"
 #include "harness/generate.hpp"
@@ -20,6 +25,7 @@ Batch with_recorded_outputs() {
   RunOptions run;
   run.rows = {0, 2, 5};
   Results engine = make_implementation("reference-sparse", b)->run(b, run);
+  engine.name = "engine";
   engine.implementation = "engine capture";
   b.outputs["engine"] = engine;
   return b;
@@ -78,4 +84,23 @@ TEST_CASE("recorded:NAME without that group is invalid input naming it") {
     CHECK(e.dataset() == "/outputs/missing");
     CHECK(e.rule().find("engine") != std::string::npos);
   }
+}
+
+TEST_CASE("CLI: run and compare take recorded outputs from the batch file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dsa-recorded-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string batch = (dir / "b.h5").string(), results = (dir / "r.h5").string();
+  write_batch(batch, with_recorded_outputs());
+  const std::string bin = DSA_BINARY;
+  auto status = [](const std::string& cmd) {
+    const int rc = std::system((cmd + " > /dev/null 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  REQUIRE(status(bin + " run " + batch + " --impl recorded:engine,reference-sparse -o " + results) == 0);
+  const std::string cmp = bin + " compare " + batch + " " + results;
+  CHECK(status(cmp + " --impl recorded:engine --against reference-sparse") == 0);
+  CHECK(status(cmp + " --impl engine --against reference-sparse") == 0);  // straight from the batch
+  CHECK(status(cmp + " --impl recorded:nothing --against reference-sparse") == 4);
+  fs::remove_all(dir);
 }
