@@ -154,6 +154,71 @@ TEST_CASE("public test: reference sparse path against the mask path, and a plant
   CHECK(lb.mismatches[0].actual == std::to_string(low));
 }
 
+TEST_CASE("own path: swaps among exact ties on real data are not flagged (edge preset, repeated keys)") {
+  GenerateOptions o;
+  o.preset = "edge";
+  o.seed = 2;
+  const Batch b = generate_batch(o);
+  RunOptions run;
+  for (int r = 0; r < b.rows(); ++r)
+    if (b.compress_len[size_t(r)] == 16400) run.rows.push_back(r);  // the repeated-keys request
+  REQUIRE(!run.rows.empty());
+  const int row = run.rows.back();
+  const Results ref = make_reference(PathKind::mask)->run(b, run);
+  const int layer = b.layers_with(Role::consumer).at(0)->id;
+
+  // Positions: swap a pick at the k-th score for an unpicked candidate with the same score.
+  Results swapped = ref;
+  int32_t* picks = swapped.layers.at(layer).positions.data() + size_t(row) * size_t(b.topk);
+  std::vector<int32_t> mine(picks, picks + b.topk), cands;
+  for (int i = 0; i < kTopkBlocks && ref.blocks[size_t(row) * kTopkBlocks + size_t(i)] != kBlockPad; ++i)
+    for (int j = 0; j < kBlockSize; ++j) {
+      const int32_t p = ref.blocks[size_t(row) * kTopkBlocks + size_t(i)] * kBlockSize + j;
+      if (p < b.compress_len[size_t(row)]) cands.push_back(p);
+    }
+  const Layer& l = *b.layer(layer);
+  ref::KeyView keys{b.pool.data(), b.page_size, b.page_table.data() + size_t(b.row_request[size_t(row)]) * size_t(b.table_width)};
+  std::vector<float> s(cands.size());
+  ref::dense_scores_at({l.q_row(row), l.scale_row(row), l.weight_row(row)}, keys, cands.data(), int64_t(cands.size()), s.data());
+  float kth = INFINITY;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (std::binary_search(mine.begin(), mine.end(), cands[i])) kth = std::min(kth, s[i]);
+  int32_t tied_in = -1, tied_out = -1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (s[i] != kth) continue;
+    const bool picked = std::binary_search(mine.begin(), mine.end(), cands[i]);
+    if (picked && tied_in < 0) tied_in = cands[i];
+    if (!picked && tied_out < 0) tied_out = cands[i];
+  }
+  REQUIRE(tied_in >= 0);
+  REQUIRE(tied_out >= 0);
+  *std::find(mine.begin(), mine.end(), tied_in) = tied_out;
+  std::sort(mine.begin(), mine.end());
+  std::copy(mine.begin(), mine.end(), picks);
+  const Comparison c = compare_results(b, swapped, PathKind::mask, ref, PathKind::mask);
+  const LayerComparison& lc = layer_of(c, std::to_string(layer));
+  CHECK(lc.disposition == Disposition::passed);
+  CHECK(value(lc, "agreement.min") < 1.0);  // the sets do differ
+  CHECK(value(lc, "exact") == 1.0);
+
+  // Blocks: every full block has the same key here, so any kept block (not the newest) can be
+  // traded for a dropped one.
+  Results traded = ref;
+  int32_t* blocks = traded.blocks.data() + size_t(row) * kTopkBlocks;
+  std::vector<int32_t> kept(blocks, blocks + kTopkBlocks);
+  const int32_t nblocks = (16400 + kBlockSize - 1) / kBlockSize;
+  REQUIRE(nblocks > kTopkBlocks);
+  int32_t dropped = 0;
+  while (std::binary_search(kept.begin(), kept.end(), dropped)) ++dropped;
+  kept.erase(kept.begin());  // the oldest kept block: full, never the newest
+  kept.push_back(dropped);
+  std::sort(kept.begin(), kept.end());
+  std::copy(kept.begin(), kept.end(), blocks);
+  const Comparison cb = compare_results(b, traded, PathKind::mask, ref, PathKind::mask);
+  CHECK(layer_of(cb, "blocks").disposition == Disposition::passed);
+  CHECK(value(layer_of(cb, "blocks"), "agreement.min") < 1.0);
+}
+
 TEST_CASE("public test with the mask path under test still measures against the mask floor") {
   const Batch& b = smoke();
   const Comparison c = compare_results(b, reference(PathKind::mask), PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
