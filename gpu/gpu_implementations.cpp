@@ -27,5 +27,6 @@ class Unsupported : public Implementation {
 ImplementationPtr make_gpu_sparse() { return std::make_unique<Unsupported>("gpu-sparse"); }
 ImplementationPtr make_gpu_mask() { return std::make_unique<Unsupported>("gpu-mask"); }
 std::string describe_device() { return "none (this build has no CUDA)"; }
+std::string unavailable_reason() { return "this build has no CUDA (configured without nvcc)"; }
 }  // namespace dsa::gpu
 #endif

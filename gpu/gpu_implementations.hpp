@@ -11,4 +11,9 @@ ImplementationPtr make_gpu_mask();    // mask path: dense fp32 scores inside pub
 // A one-line description of the CUDA device this process would use, or why there is none.
 std::string describe_device();
 
+// Why this build or machine cannot run the GPU implementations ("" when it can): no CUDA in the
+// build, no device, or no kernel image for the device's architecture. Launches and probes no
+// kernel, so it is safe in static initializers (tests/gpu uses it to exit 77 before Catch runs).
+std::string unavailable_reason();
+
 }  // namespace dsa::gpu

@@ -2,14 +2,15 @@
 // Exact head scores on the tensor cores, shared by the dense and the paged sparse logits kernels.
 //
 // e2m1 codes times 2 are integers in [-12, 12]; within a 32-dim group the ue8m0 scale is a power
-// of two. A vector whose four group exponents span at most 3 binades is stored "shifted": each
-// value times 2^(E_g - E_min), still an int8 (|v| <= 96). Then one int8 mma chain over all 128
-// dims gives S = sum q*k exactly (|S| < 2^21, exact in fp32), and s = S * 2^(Eq_min-128) *
-// 2^(Ek_min-128) is exact as long as every step stays a normal float (checked per vector: the
-// scale factors are kept within 2^+-50, where no step can leave the normal range).
-// Everything else (wider exponent spans, extreme scales) takes the generic path: one mma per
-// 32-dim group on the raw values, the four group sums combined in double (exact while their
-// exponents span < ~36 binades) and rounded once to fp32.
+// of two. Keys whose four group exponents span at most 3 binades are stored "shifted": each value
+// times 2^(Ek_g - Ek_min), still an int8 (|v| <= 96). Queries stay raw; their group exponents
+// become integer multipliers 2^(Eq_g - Eq_min) (span <= 12). One int8 mma per 32-dim group gives
+// C_g exactly, S = sum_g C_g * 2^(Eq_g - Eq_min) is an exact int32 (|S| < 2^30), and
+// s = float_rn(S) * 2^(Eq_min-128) * 2^(Ek_min-128) is S * 2^(...) rounded ONCE (scaling by powers
+// of two is exact while every step stays a normal float: the scale exponents are kept within
+// +-45, checked per vector). Everything else (wider spans, extreme scales) takes the generic
+// path: the four group sums combined in double (exact while their exponents span < ~36
+// binades) and rounded once to fp32.
 //
 // Warp layout (mma.m16n8k32 s8*s8->s32): M = the 32 heads (two m-tiles), N = 8 key positions,
 // K = 32 dims per mma. A-row rho of m-tile mt holds head ((rho&7)>>1) + 16*(rho&1) +
@@ -31,22 +32,39 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// e2m1 nibble -> 2 * value, an integer in [-12, 12].
-__device__ __forceinline__ int fp4_twice(uint32_t nib) {
-  const int mag = int((0xC8643210u >> ((nib & 7u) * 4u)) & 15u);
-  return (nib & 8u) ? -mag : mag;
+// Byte lookup tables for decoding: 2*|e2m1| of codes 0..7 shifted left by `shift` (<= 3, so
+// every byte stays <= 96), and the same values negated, as int8 bytes.
+struct Fp4Lut {
+  uint32_t p0, p1, n0, n1;
+};
+__device__ __forceinline__ Fp4Lut fp4_lut(int shift) {
+  Fp4Lut l;
+  l.p0 = 0x03020100u << shift;  // codes 0..3: 0 1 2 3
+  l.p1 = 0x0C080604u << shift;  // codes 4..7: 4 6 8 12
+  l.n0 = l.n1 = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    l.n0 |= (uint32_t(-int((l.p0 >> (8 * j)) & 0xFFu)) & 0xFFu) << (8 * j);
+    l.n1 |= (uint32_t(-int((l.p1 >> (8 * j)) & 0xFFu)) & 0xFFu) << (8 * j);
+  }
+  return l;
 }
 
-// Four packed bytes (8 nibbles, low nibble first) -> two words of 4 int8 each, values << shift.
-__device__ __forceinline__ void unpack8(uint32_t packed, int shift, uint32_t& lo, uint32_t& hi) {
-  uint32_t w[2] = {0, 0};
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int v = fp4_twice((packed >> (4 * i)) & 15u) * (1 << shift);
-    w[i >> 2] |= (uint32_t(v) & 0xFFu) << (8 * (i & 3));
-  }
-  lo = w[0];
-  hi = w[1];
+// Four e2m1 codes (the nibbles of the low 16 bits of h, lowest first) -> four int8 bytes.
+__device__ __forceinline__ uint32_t decode4(uint32_t h, const Fp4Lut& l) {
+  const uint32_t sel = h & 0x7777u;  // magnitude code of each nibble = byte selector
+  const uint32_t pos = __byte_perm(l.p0, l.p1, sel);
+  const uint32_t neg = __byte_perm(l.n0, l.n1, sel);
+  const uint32_t y = __byte_perm(h, 0u, 0x1100u);  // bytes: h0 h0 h1 h1
+  const uint32_t sign = ((y >> 3) & 0x00010001u) | ((y >> 7) & 0x01000100u);  // nibble bit 3 -> byte bit 0
+  const uint32_t mask = sign * 0xFFu;
+  return (pos & ~mask) | (neg & mask);
+}
+
+// Four packed bytes (8 nibbles, low nibble first) -> two words of 4 int8 each.
+__device__ __forceinline__ void unpack8(uint32_t packed, const Fp4Lut& l, uint32_t& lo, uint32_t& hi) {
+  lo = decode4(packed & 0xFFFFu, l);
+  hi = decode4(packed >> 16, l);
 }
 
 // Head of A-row rho in m-tile mt (see the layout note above).
@@ -59,71 +77,68 @@ __device__ __forceinline__ int head_of(int g, int i) { return (g >> 1) + 16 * (g
 // 2^e as a double (e within the normal range).
 __device__ __forceinline__ double pow2d(int e) { return __longlong_as_double((long long)(e + 1023) << 52); }
 
-// A query row's operands: shifted A fragments and per-head scales (fast path), plus where the
-// raw values live for the generic path.
+// A query row's operands: raw A fragments, per-head group multipliers and scales.
 struct QueryFrags {
-  uint32_t a[2][4][4];  // [m-tile][32-dim group][register]
+  uint32_t a[2][4][4];  // [m-tile][32-dim group][register], raw 2*values
+  int mul[4][4];        // [i][group] 2^(Eq_g - Eq_min) of head_of(g, i)
   float sq[4];          // 2^(Eq_min - 128) of head_of(g, i)
-  bool fast;            // every head of the row is "shifted"-representable
-  const int8_t* raw;    // [32][128] raw 2*values
-  const uint32_t* exps; // [32] four ue8m0 bytes per head
+  uint32_t eq[4];       // the four ue8m0 bytes of head_of(g, i) (generic path)
+  bool fast;            // every head of the row is on the fast path
 };
 
-// qs/qr: [32][128] int8 of one row, qexp: [32], qscale: [32] (0 = head not fast).
-__device__ __forceinline__ void load_query(QueryFrags& q, const int8_t* qs, const int8_t* qr,
-                                           const uint32_t* qexp, const float* qscale, int row_fast) {
+// qr: [32][128] raw int8 of one row, qexp: [32], qscale: [32] (0 = head not fast).
+__device__ __forceinline__ void load_query(QueryFrags& q, const int8_t* qr, const uint32_t* qexp,
+                                           const float* qscale, int row_fast) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      const int8_t* r0 = qs + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
-      const int8_t* r1 = qs + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
+      const int8_t* r0 = qr + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
+      const int8_t* r1 = qr + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
       q.a[mt][ks][0] = *reinterpret_cast<const uint32_t*>(r0);
       q.a[mt][ks][1] = *reinterpret_cast<const uint32_t*>(r1);
       q.a[mt][ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
       q.a[mt][ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 16);
     }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) q.sq[i] = qscale[head_of(g, i)];
+  for (int i = 0; i < 4; ++i) {
+    const int h = head_of(g, i);
+    q.sq[i] = qscale[h];
+    q.eq[i] = qexp[h];
+    int e[4], emin = 255;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      e[k] = int((q.eq[i] >> (8 * k)) & 0xFF);
+      emin = min(emin, e[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) q.mul[i][k] = e[k] - emin <= 20 ? (1 << (e[k] - emin)) : 0;  // used when span <= 12
+  }
   q.fast = row_fast != 0;
-  q.raw = qr;
-  q.exps = qexp;
 }
 
-// Generic path for 8 positions: per-group mma on raw values, exact combination in double.
+// Generic path for 8 positions: per-group sums (raw K), exact combination in double.
 // kraw(n) rows of 128 raw int8 (stride kraw_stride), kexp[n] four ue8m0 bytes.
-static __device__ __noinline__ void head_scores_generic(const QueryFrags& q, const int8_t* kraw, int kraw_stride,
-                                                 const uint32_t* kexp, float (&s)[4][2]) {
+__device__ __forceinline__ void head_scores_generic(const QueryFrags& q, const int8_t* kraw, int kraw_stride,
+                                                    const uint32_t* kexp, float (&s)[4][2]) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   double acc[4][2];
 #pragma unroll
   for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = 0.0;
-  uint32_t eq[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) eq[i] = q.exps[head_of(g, i)];
   const uint32_t ek0 = kexp[2 * t], ek1 = kexp[2 * t + 1];
-  for (int ks = 0; ks < 4; ++ks) {
-    uint32_t a[2][4];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      const int8_t* r0 = q.raw + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
-      const int8_t* r1 = q.raw + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
-      a[mt][0] = *reinterpret_cast<const uint32_t*>(r0);
-      a[mt][1] = *reinterpret_cast<const uint32_t*>(r1);
-      a[mt][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
-      a[mt][3] = *reinterpret_cast<const uint32_t*>(r1 + 16);
-    }
+  for (int ks = 0; ks < 4; ++ks) {
     const int8_t* kb = kraw + g * kraw_stride + ks * 32 + 4 * t;
     const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kb);
     const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kb + 16);
     int c[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-    mma_s8(c[0], a[0], b0, b1);
-    mma_s8(c[1], a[1], b0, b1);
+    mma_s8(c[0], q.a[0][ks], b0, b1);
+    mma_s8(c[1], q.a[1][ks], b0, b1);
     const int ekg0 = int((ek0 >> (8 * ks)) & 0xFF), ekg1 = int((ek1 >> (8 * ks)) & 0xFF);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int eqg = int((eq[i] >> (8 * ks)) & 0xFF);
+      const int eqg = int((q.eq[i] >> (8 * ks)) & 0xFF);
       const int* ci = c[i >> 1] + (i & 1) * 2;
       acc[i][0] += double(ci[0]) * pow2d(eqg + ekg0 - 256);
       acc[i][1] += double(ci[1]) * pow2d(eqg + ekg1 - 256);
@@ -138,7 +153,7 @@ static __device__ __noinline__ void head_scores_generic(const QueryFrags& q, con
 
 // Exact fp32 head scores s[i][par] (head head_of(g, i), position 2t + par) for 8 positions
 // staged in shared memory: ks_smem rows of kKeyStride bytes (shifted values), kscale[n]
-// (0 = not fast). Raw operands for the generic path as in head_scores_generic.
+// (0 = not fast). Raw keys for the generic path as in head_scores_generic.
 __device__ __forceinline__ void head_scores(const QueryFrags& q, const int8_t* ks_smem, const float* kscale,
                                             const int8_t* kraw, int kraw_stride, const uint32_t* kexp,
                                             float (&s)[4][2]) {
@@ -149,20 +164,26 @@ __device__ __forceinline__ void head_scores(const QueryFrags& q, const int8_t* k
     head_scores_generic(q, kraw, kraw_stride, kexp, s);
     return;
   }
-  int c[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+  uint32_t b[4][2];
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     const int8_t* kb = ks_smem + g * kKeyStride + ks * 32 + 4 * t;
-    const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kb);
-    const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kb + 16);
-    mma_s8(c[0], q.a[0][ks], b0, b1);
-    mma_s8(c[1], q.a[1][ks], b0, b1);
+    b[ks][0] = *reinterpret_cast<const uint32_t*>(kb);
+    b[ks][1] = *reinterpret_cast<const uint32_t*>(kb + 16);
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int* ci = c[i >> 1] + (i & 1) * 2;
-    s[i][0] = (float(ci[0]) * q.sq[i]) * sk0;  // each product exact (normal range guaranteed)
-    s[i][1] = (float(ci[1]) * q.sq[i]) * sk1;
+  for (int mt = 0; mt < 2; ++mt) {
+    int c[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) mma_s8(c[ks], q.a[mt][ks], b[ks][0], b[ks][1]);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int i = 2 * mt + (r >> 1);
+      const int total = c[0][r] * q.mul[i][0] + c[1][r] * q.mul[i][1] + c[2][r] * q.mul[i][2] +
+                        c[3][r] * q.mul[i][3];  // exact: |total| < 2^30
+      // One rounding (int -> fp32 RN), then exact power-of-two scalings.
+      s[i][r & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), q.sq[i]), (r & 1) ? sk1 : sk0);
+    }
   }
 }
 

@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
   const int L = active ? a.sel_len[row] : 0;
 
   QueryFrags q;
-  load_query(q, a.qs + int64_t(row) * 4096, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32,
-             a.qscale + int64_t(row) * 32, a.row_fast[row]);
+  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
+             a.row_fast[row]);
   float wl[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];

@@ -7,6 +7,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/poison.cuh"
 #include "gpu/dense_logits/dense_logits.cuh"
+#include "gpu/gpu_implementations.hpp"
 #include "gpu/prep/prep.cuh"
 #include "gpu/small_topk/small_topk.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
@@ -52,6 +53,18 @@ static const char* compiled_arch_list() {
 }
 
 std::string unsupported_reason() {
+  std::string why = unavailable_reason();
+  if (!why.empty()) return why;
+  cudaFuncAttributes attr;
+  const cudaError_t err = cudaFuncGetAttributes(&attr, probe_kernel);
+  cudaGetLastError();
+  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice)
+    return std::string("kernels not built for this GPU (") + cudaGetErrorString(err) + ")";
+  if (err != cudaSuccess) return std::string("CUDA kernel probe failed: ") + cudaGetErrorString(err);
+  return "";
+}
+
+std::string unavailable_reason() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -68,13 +81,6 @@ std::string unsupported_reason() {
   const std::string list = std::string(",") + compiled_arch_list() + ",";
   if (list.find("," + std::to_string(major * 100 + minor * 10) + ",") == std::string::npos)
     return "kernels not built for " + sm + " (built for " + compiled_arch_list() + ")";
-  cudaFuncAttributes attr;
-  err = cudaFuncGetAttributes(&attr, probe_kernel);
-  cudaGetLastError();
-  // Other errors (e.g. a static initializer asking before this module registered its kernels)
-  // say nothing about the image; the architecture check above has answered.
-  if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice)
-    return "kernels not built for " + sm + " (" + cudaGetErrorString(err) + ")";
   return "";
 }
 
@@ -131,6 +137,7 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
   timings_ = &out.timings;
   if (timing_) timer_ = std::make_unique<KernelTimer>(options.timing_samples);
   published_ = false;
+  topk_notes_.clear();
 
   sel_.clear();
   if (options.rows.empty()) {
@@ -266,15 +273,27 @@ void GpuEngine::store_positions(const DeviceBuffer<int32_t>& picks, const std::v
 
 void GpuEngine::own_topk(const Batch& batch, const Layer& layer, Results& out) {
   const int nsel = int(sel_.size()), k = batch.topk;
+  // On the source, level one is published first and narrows the search (launch_own_topk);
+  // plain layers have no level one and scan whole rows.
+  const bool via_blocks = published_ && layer.role == Role::source;
   picks_.resize(size_t(std::max(nsel, 1)) * k);
+  topk_scratch_.resize(size_t(nsel) + 1);
+  auto launch = [&] {
+    if (via_blocks)
+      return launch_own_topk(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, keys_.get(), ld_keys_, blocks_.get(),
+                             valid_len_.get(), picks_.get(), topk_scratch_.get());
+    launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks_.get());
+    return 0;
+  };
   picks_.fill_bytes(kPoisonByteInt, size_t(nsel) * k);
-  launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks_.get());
+  const int full_rows = launch();
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(picks_.get()), k, nsel, nullptr, 1, k,
                                    0xA5A5A5A5u),
                   kernel_name("topk"));
-  time("topk", &layer, 0, double(sum_len_) * 4 + double(nsel) * k * 4,
-       [&] { launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks_.get()); });
+  if (via_blocks) topk_notes_ = "own top-k: " + std::to_string(full_rows) + " of " + std::to_string(nsel) +
+                                " rows needed the full-row pass; ";
+  time("topk", &layer, 0, double(via_blocks ? sum_valid_ : sum_len_) * 4 + double(nsel) * k * 4, [&] { launch(); });
   LayerResult& lr = out.layers[layer.id];
   lr.positions.assign(size_t(batch.rows()) * k, kPositionPad);
   store_positions(picks_, sel_, k, lr.positions);
@@ -294,7 +313,6 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   const int nsel = int(sel_.size());
   prep_query(source);
   dense_logits(source);
-  own_topk(batch, source, out);
   if (options.scores) copy_dense_scores(batch, source, out);
 
   // Level one: block keys, top-2048 with the ascending write (the block sort) and valid_len.
@@ -330,6 +348,8 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   valid_len_host_ = valid_len_.to_host(size_t(nsel));
   sum_valid_ = 0;
   for (int v : valid_len_host_) sum_valid_ += v;
+  published_ = true;
+  own_topk(batch, source, out);
 
   // The tail table: the published rows of the tail rows.
   const int ntail = int(tail_sel_.size());
@@ -444,7 +464,7 @@ void GpuEngine::plain(const Batch& batch, const Layer& layer, const RunOptions& 
 
 void GpuEngine::end(const Batch&, const RunOptions&, Results& out) {
   out.peak_device_bytes = DeviceMemoryMeter::peak();
-  out.notes = "exact int8 tensor-core head scores (mma.sync m16n8k32); " + device_description();
+  out.notes = "exact int8 tensor-core head scores (mma.sync m16n8k32); " + topk_notes_ + device_description();
   timer_.reset();
   // Free the large buffers now: the next implementation may need the memory.
   dense_ = DeviceBuffer<float>();

@@ -86,6 +86,8 @@ class GpuEngine : public Implementation {
   int64_t sum_valid_ = 0;
   DeviceBuffer<uint16_t> sparse_;
   bool published_ = false;
+  DeviceBuffer<int32_t> topk_scratch_;
+  std::string topk_notes_;
 
   // Tail table: selected rows that are tail rows.
   std::vector<int32_t> tail_sel_;     // selected-row index of each

@@ -5,10 +5,11 @@
 namespace dsa::gpu {
 namespace {
 
-// One 128-dim vector: 64 packed bytes + 4 ue8m0 bytes -> shifted and raw int8 rows.
-// Returns the fast-path scale 2^(E_min - 128), or 0 when the vector needs the generic path.
+// One 128-dim vector: 64 packed bytes + 4 ue8m0 bytes -> shifted (when the group exponents span
+// <= 3) and raw int8 rows. Returns the fast-path scale 2^(E_min - 128), or 0 when the vector
+// needs the generic path (span > max_span, or a scale exponent outside +-45: see fp4_mma.cuh).
 __device__ float prep_vector(const uint8_t* payload, const uint8_t* scales, int8_t* shifted, int8_t* raw,
-                             uint32_t* exps) {
+                             uint32_t* exps, int max_span) {
   int e[4];
   uint32_t packed_exps = 0;
   for (int g = 0; g < 4; ++g) {
@@ -17,16 +18,17 @@ __device__ float prep_vector(const uint8_t* payload, const uint8_t* scales, int8
   }
   const int emin = min(min(e[0], e[1]), min(e[2], e[3]));
   const int emax = max(max(e[0], e[1]), max(e[2], e[3]));
-  const bool fast = emax - emin <= 3 && emin - 128 >= -50 && emin - 128 <= 50;
+  const bool fast = emax - emin <= max_span && emin - 128 >= -45 && emin - 128 <= 45;
   *exps = packed_exps;
+  const Fp4Lut raw_lut = fp4_lut(0);
   for (int g = 0; g < 4; ++g) {
-    const int shift = fast ? e[g] - emin : 0;
+    const Fp4Lut lut = fp4_lut(emax - emin <= 3 ? e[g] - emin : 0);
     uint32_t s[8], r[8];
     for (int w = 0; w < 4; ++w) {
       uint32_t word;
       memcpy(&word, payload + 16 * g + 4 * w, 4);
-      unpack8(word, shift, s[2 * w], s[2 * w + 1]);
-      unpack8(word, 0, r[2 * w], r[2 * w + 1]);
+      unpack8(word, lut, s[2 * w], s[2 * w + 1]);
+      unpack8(word, raw_lut, r[2 * w], r[2 * w + 1]);
     }
     uint4* sd = reinterpret_cast<uint4*>(shifted + 32 * g);
     uint4* rd = reinterpret_cast<uint4*>(raw + 32 * g);
@@ -48,7 +50,7 @@ __global__ void key_prep_kernel(KeyPrepArgs a) {
   const int64_t off = j % P;
   const int64_t col = a.start[b] + j;
   a.kscale[col] = prep_vector(base + off * 64, base + int64_t(P) * 64 + off * 4, a.ks + col * 128,
-                              a.kr + col * 128, a.kexp + col);
+                              a.kr + col * 128, a.kexp + col, 3);
 }
 
 // One warp per row, one lane per head.
@@ -57,7 +59,7 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
   const int64_t row = a.sel_rows[i];
   const int64_t src = row * 32 + h, dst = int64_t(i) * 32 + h;
   const float scale = prep_vector(a.q + src * 64, a.q_scale + src * 4, a.qs + dst * 128, a.qr + dst * 128,
-                                  a.qexp + dst);
+                                  a.qexp + dst, 12);
   a.qscale[dst] = scale;
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
   if (h == 0) a.row_fast[i] = all_fast ? 1 : 0;

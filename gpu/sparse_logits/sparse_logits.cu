@@ -44,9 +44,31 @@ __device__ __forceinline__ float bf16_add_exact(double x, double y) {
   return bf16_round(s, err);
 }
 
-// bf16(a*w + c) with one rounding: a*w is exact in double (8-bit significands).
+// fp32 s = x + y (x, y exact fp32 values) with its exact error e (TwoSum), then s + e rounded
+// ONCE to bf16: RNE on the dropped 16 bits, with e deciding a tie that is not one.
+__device__ __forceinline__ float bf16_sum_f32(float x, float y) {
+  const float s = __fadd_rn(x, y);
+  const float bb = __fsub_rn(s, x);
+  const float err = __fadd_rn(__fsub_rn(x, __fsub_rn(s, bb)), __fsub_rn(y, bb));
+  const uint32_t u = __float_as_uint(s);
+  const uint32_t low = u & 0xFFFFu;
+  bool up;
+  if (low != 0x8000u)
+    up = low > 0x8000u;
+  else if (err != 0.0f)
+    up = (err > 0.0f) == (s > 0.0f);  // the exact sum lies past the tie, away from zero
+  else
+    up = (u >> 16) & 1u;              // a true tie: to even
+  return __uint_as_float(((u >> 16) + (up ? 1u : 0u)) << 16);  // carries into the exponent / inf
+}
+
+// bf16(a*w + c) with one rounding (a, w, c bf16 values). a*w has a 16-bit significand, exact in
+// fp32 unless it is tiny (below 2^-100: then the double path).
 __device__ __forceinline__ float bf16_fma(float a, float w, float c) {
-  return bf16_add_exact(__dmul_rn(double(a), double(w)), double(c));
+  const float p = __fmul_rn(a, w);
+  if (fabsf(p) < 0x1p-100f && p != 0.0f)
+    return bf16_add_exact(__dmul_rn(double(a), double(w)), double(c));
+  return bf16_sum_f32(p, c);
 }
 
 // Lanes 0..7 end up with the score of position 2t + g (lane = 4g + t).
@@ -64,8 +86,8 @@ __device__ __forceinline__ uint16_t sparse_epilogue(const float (&s)[4][2], cons
   float acc = 0.0f;
 #pragma unroll
   for (int j = 0; j < 8; ++j) acc = bf16_fma(chain[j], wb[j], acc);
-  const float t = bf16_add_exact(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, 16));
-  const float score = bf16_add_exact(t, __shfl_xor_sync(0xFFFFFFFFu, t, 8));
+  const float t = bf16_sum_f32(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, 16));
+  const float score = bf16_sum_f32(t, __shfl_xor_sync(0xFFFFFFFFu, t, 8));
   return uint16_t(__float_as_uint(score) >> 16);
 }
 
@@ -87,8 +109,8 @@ __global__ void __launch_bounds__(kWarps * 32) sparse_logits_kernel(SparseLogits
   const int req = a.sel_req[row];
   const int valid = a.valid_len[i];
   QueryFrags q;
-  load_query(q, a.qs + int64_t(row) * 4096, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32,
-             a.qscale + int64_t(row) * 32, a.row_fast[row]);
+  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
+             a.row_fast[row]);
   float wb[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) wb[j] = bf16_value(bf16_rne(a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j]));
@@ -100,15 +122,21 @@ __global__ void __launch_bounds__(kWarps * 32) sparse_logits_kernel(SparseLogits
   // Staging role of this lane: position n = lane/4 of the block, 32-dim group lane%4.
   const int n = lane >> 2, grp = lane & 3;
   const int nblocks = (valid + 7) / 8;
+  const Fp4Lut raw_lut = fp4_lut(0);
   for (int bi = 0; bi < nblocks; ++bi) {
     const int64_t pos = int64_t(blocks[bi]) * 8 + n;
-    uint32_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, r[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    uint32_t exps = 0x80808080u;
+    uint32_t words[4] = {0, 0, 0, 0};
+    uint32_t exps = 0x80808080u;  // positions >= L: zero keys on the fast path (never written)
     float scale = 1.0f;
+    int shift = 0;
     if (pos < L) {
       const uint8_t* page = a.pool + int64_t(table[pos / P]) * P * 68;
       const int64_t off = pos % P;
       const uint4 packed = *reinterpret_cast<const uint4*>(page + off * 64 + grp * 16);
+      words[0] = packed.x;
+      words[1] = packed.y;
+      words[2] = packed.z;
+      words[3] = packed.w;
       exps = *reinterpret_cast<const uint32_t*>(page + int64_t(P) * 64 + off * 4);
       int e[4], emin = 255, emax = 0;
 #pragma unroll
@@ -117,23 +145,27 @@ __global__ void __launch_bounds__(kWarps * 32) sparse_logits_kernel(SparseLogits
         emin = min(emin, e[k]);
         emax = max(emax, e[k]);
       }
-      const bool fast = emax - emin <= 3 && emin - 128 >= -50 && emin - 128 <= 50;
+      const bool fast = emax - emin <= 3 && emin - 128 >= -45 && emin - 128 <= 45;
       const int eg = grp == 0 ? e[0] : grp == 1 ? e[1] : grp == 2 ? e[2] : e[3];
-      const int shift = fast ? eg - emin : 0;
-      const uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        unpack8(words[w], shift, s[2 * w], s[2 * w + 1]);
-        unpack8(words[w], 0, r[2 * w], r[2 * w + 1]);
-      }
+      shift = fast ? eg - emin : 0;
       scale = fast ? __int_as_float((emin - 128 + 127) << 23) : 0.0f;
     }
+    const Fp4Lut lut = fp4_lut(shift);
+    uint32_t sv[8];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) unpack8(words[w], lut, sv[2 * w], sv[2 * w + 1]);
     uint4* sd = reinterpret_cast<uint4*>(ks + n * kKeyStride + grp * 32);
-    uint4* rd = reinterpret_cast<uint4*>(kr + n * kKeyStride + grp * 32);
-    sd[0] = make_uint4(s[0], s[1], s[2], s[3]);
-    sd[1] = make_uint4(s[4], s[5], s[6], s[7]);
-    rd[0] = make_uint4(r[0], r[1], r[2], r[3]);
-    rd[1] = make_uint4(r[4], r[5], r[6], r[7]);
+    sd[0] = make_uint4(sv[0], sv[1], sv[2], sv[3]);
+    sd[1] = make_uint4(sv[4], sv[5], sv[6], sv[7]);
+    // Raw keys only when some position (or the query row) takes the generic path.
+    if (!__all_sync(0xFFFFFFFFu, q.fast && scale != 0.0f)) {
+      uint32_t rv[8];
+#pragma unroll
+      for (int w = 0; w < 4; ++w) unpack8(words[w], raw_lut, rv[2 * w], rv[2 * w + 1]);
+      uint4* rd = reinterpret_cast<uint4*>(kr + n * kKeyStride + grp * 32);
+      rd[0] = make_uint4(rv[0], rv[1], rv[2], rv[3]);
+      rd[1] = make_uint4(rv[4], rv[5], rv[6], rv[7]);
+    }
     if (grp == 0) {
       kexp[n] = exps;
       kscale[n] = scale;

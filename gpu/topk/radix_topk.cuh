@@ -28,9 +28,10 @@ __device__ __forceinline__ uint32_t order_bf16(uint16_t b) {
 
 // Src: int len(int row) const; uint32_t key(int row, int i) const;
 // Map: int32_t id(int row, int i) const (what is written for index i).
+// Output row of block b: out_rows[b] when given, else b.
 template <int kBits, class Src, class Map>
 __global__ void __launch_bounds__(kTopkThreads) radix_topk_kernel(Src src, Map map, int k, int32_t pad,
-                                                                   int32_t* out) {
+                                                                   int32_t* out, const int32_t* out_rows = nullptr) {
   using Scan = cub::BlockScan<int, kTopkThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ int hist[256];
@@ -38,7 +39,7 @@ __global__ void __launch_bounds__(kTopkThreads) radix_topk_kernel(Src src, Map m
   __shared__ int sh_remaining;
   const int row = blockIdx.x, tid = threadIdx.x;
   const int n = src.len(row);
-  int32_t* dst = out + int64_t(row) * k;
+  int32_t* dst = out + int64_t(out_rows ? out_rows[row] : row) * k;
   if (n <= k) {
     for (int i = tid; i < k; i += kTopkThreads) dst[i] = i < n ? map.id(row, i) : pad;
     return;

@@ -14,6 +14,37 @@ struct DenseRows {
   __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
 };
 
+// Rows picked by a list: table row i is dense row rows[i].
+struct DenseRowsMapped {
+  const float* data;
+  int64_t ld;
+  const int32_t* lens;
+  const int32_t* rows;
+  __device__ int len(int i) const { return lens[rows[i]]; }
+  __device__ uint32_t key(int i, int c) const { return order_f32(data[int64_t(rows[i]) * ld + c]); }
+};
+
+// One warp per row: is the top-k over the published candidates the row's top-k? Appends the
+// rows where it may not be to list[1..], list[0] counting them.
+__global__ void own_topk_check_kernel(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
+                                      const float* keys, int64_t ld_keys, const int32_t* blocks,
+                                      const int32_t* picks, int32_t* list) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (row >= nrows) return;
+  const int L = len[row];
+  if (L <= k || (L + 7) / 8 <= kTopkBlocks) return;  // all positions, or every block published
+  uint32_t kth = 0xFFFFFFFFu, key_min = 0xFFFFFFFFu;
+  for (int j = lane; j < k; j += 32)
+    kth = min(kth, order_f32(dense[int64_t(row) * ld + picks[int64_t(row) * k + j]]));
+  for (int j = lane; j < kTopkBlocks; j += 32)
+    key_min = min(key_min, order_f32(keys[int64_t(row) * ld_keys + blocks[int64_t(row) * kTopkBlocks + j]]));
+  for (int o = 16; o > 0; o >>= 1) {
+    kth = min(kth, __shfl_xor_sync(0xFFFFFFFFu, kth, o));
+    key_min = min(key_min, __shfl_xor_sync(0xFFFFFFFFu, key_min, o));
+  }
+  if (lane == 0 && !(kth > key_min)) list[1 + atomicAdd(list, 1)] = row;
+}
+
 struct BlockKeyRows {
   const float* data;
   int64_t ld;
@@ -61,6 +92,24 @@ void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int n
   if (nrows == 0) return;
   radix_topk_kernel<32><<<nrows, kTopkThreads>>>(DenseRows{dense, ld, len}, Identity{}, k, -1, out);
   DSA_LAUNCH_CHECK("radix_topk_kernel<dense>");
+}
+
+int launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
+                    int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
+                    int32_t* scratch) {
+  if (nrows == 0) return 0;
+  launch_topk_mask(dense, ld, nullptr, blocks, valid_len, nrows, k, out);
+  DSA_CUDA_CHECK(cudaMemsetAsync(scratch, 0, sizeof(int32_t)));
+  own_topk_check_kernel<<<(nrows + 7) / 8, 256>>>(dense, ld, len, nrows, k, keys, ld_keys, blocks, out, scratch);
+  DSA_LAUNCH_CHECK("own_topk_check_kernel");
+  int32_t count = 0;
+  DSA_CUDA_CHECK(cudaMemcpy(&count, scratch, sizeof(int32_t), cudaMemcpyDeviceToHost));
+  if (count > 0) {
+    radix_topk_kernel<32><<<count, kTopkThreads>>>(DenseRowsMapped{dense, ld, len, scratch + 1}, Identity{}, k, -1,
+                                                    out, scratch + 1);
+    DSA_LAUNCH_CHECK("radix_topk_kernel<dense rows>");
+  }
+  return count;
 }
 
 void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int32_t* blocks,

@@ -20,4 +20,13 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
 void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, const int32_t* blocks,
                       const int32_t* valid_len, int nrows, int k, int32_t* out);
 
+// The source's own top-k through level one (needs the published table): the top-k over the
+// published candidate columns is the top-k of the whole row whenever its k-th score beats the
+// smallest published block key (every unpublished position scores at most that key) or every
+// block is published; the other rows (heavy ties) take the full-row pass. Same output as
+// launch_topk_dense. `scratch` holds nrows + 1 ints. Returns how many rows took the full pass.
+int launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
+                    int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
+                    int32_t* scratch);
+
 }  // namespace dsa::gpu
