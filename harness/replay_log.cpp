@@ -34,6 +34,8 @@ CaseLog::CaseLog(const std::string& dir, const RunSettings& settings, bool resum
   if (resume && std::filesystem::exists(path_)) {
     load(settings);
     file_ = std::fopen(path_.c_str(), "ab");
+    if (file_ && std::filesystem::file_size(path_, ec) == 0)
+      write_line({{"type", "settings"}, {"settings", settings_json(settings)}});
   } else {
     file_ = std::fopen(path_.c_str(), "wb");
     if (file_) write_line({{"type", "settings"}, {"settings", settings_json(settings)}});
@@ -82,13 +84,16 @@ void CaseLog::load(const RunSettings& settings) {
         for (CaseResult& c : pending[k]) cases_.push_back(std::move(c));
         pending.erase(k);
         if (done_.insert(k).second) runs_.push_back(std::move(r));
+        good_bytes = end + 1;
+      } else if (type == "settings") {
+        good_bytes = end + 1;
       }
     } catch (const std::exception& e) {
       throw InputError(path_, where, std::string("malformed record: ") + e.what());
     }
-    good_bytes = end + 1;
   }
-  // Drop a torn tail so appended lines start on a line of their own.
+  // Drop what follows the last finished run (the cases of a run that was killed, a torn line):
+  // that run starts over and appends its lines after the finished ones.
   std::error_code ec;
   std::filesystem::resize_file(path_, good_bytes, ec);
 }

@@ -71,15 +71,17 @@ void implementations(std::ostringstream& md, const Report& r) {
   md << "\n";
 }
 
+// GPU kernels only: the CPU references' stage timings stay in report.json and report.html.
 void kernels(std::ostringstream& md, const Report& r) {
   bool any = false;
-  for (const ImplRun& run : r.runs) any |= !run.kernels.empty();
+  for (const ImplRun& run : r.runs) any |= run.device != "cpu" && !run.kernels.empty();
   if (!any) return;
   md << "### Kernels\n\n| implementation | kernel | layer | calls | median ms | min..max ms | floor ms | share of ceiling |\n"
         "|---|---|---|---|---|---|---|---|\n";
   for (const ImplRun& run : r.runs)
     for (const KernelFigure& k : run.kernels)
-      md << "| " << run.impl << " | " << k.kernel << " | " << k.layer << " | " << k.calls << " | "
+      if (run.device != "cpu")
+        md << "| " << run.impl << " | " << k.kernel << " | " << k.layer << " | " << k.calls << " | "
          << format_number(k.median_ms) << " | " << format_number(k.min_ms) << ".." << format_number(k.max_ms)
          << " | " << format_number(k.floor_ms) << " | " << format_number(100 * k.ceiling_share, 3) << "% |\n";
   md << "\n";
