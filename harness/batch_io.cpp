@@ -213,8 +213,9 @@ void write_score_rows(h5::Writer& out, const std::string& path, Elem elem, int64
     if (!rows[r].empty()) out.write_row(ds, path, elem, int64_t(r), int64_t(rows[r].size()), rows[r].data());
 }
 
-void write_output(h5::Writer& out, const Batch& b, const Results& res) {
-  const std::string g = "/outputs/" + res.name;
+// `name`: the group name (the map key of Batch::outputs, or Results::name in result files).
+void write_output(h5::Writer& out, const Batch& b, const std::string& name, const Results& res) {
+  const std::string g = "/outputs/" + name;
   const int64_t r = int64_t(b.compress_len.size()), k = b.topk;
   out.group(g);
   out.string_attr(g, "implementation", res.implementation);
@@ -293,7 +294,7 @@ void write_batch(const std::string& path, const Batch& batch) {
   write_core(out, batch);
   if (!batch.outputs.empty()) {
     out.group("/outputs");
-    for (const auto& entry : batch.outputs) write_output(out, batch, entry.second);
+    for (const auto& [name, res] : batch.outputs) write_output(out, batch, name, res);
   }
   out.commit();
 }
@@ -310,7 +311,7 @@ void write_results(const std::string& path, const Batch& batch, const std::vecto
   std::vector<const Results*> sorted;
   for (const Results& res : results) sorted.push_back(&res);
   std::sort(sorted.begin(), sorted.end(), [](const Results* x, const Results* y) { return x->name < y->name; });
-  for (const Results* res : sorted) write_output(out, batch, *res);
+  for (const Results* res : sorted) write_output(out, batch, res->name, *res);
   out.commit();
 }
 

@@ -15,7 +15,8 @@ namespace dsa {
 // (missing/unreadable file, not HDF5, missing dataset, wrong dtype or shape).
 Batch read_batch(const std::string& path);
 
-// Writes exactly the v1 layout, recorded outputs included. The batch must pass validate_batch
+// Writes exactly the v1 layout, recorded outputs included (group name = the key in batch.outputs;
+// Results::name is not used there, and reading sets it to the group name). The batch must pass validate_batch
 // (checked first; InputError names `path`). Deterministic (no object timestamps, fixed chunking
 // and deflate level: the same Batch gives a byte-identical file) and atomic (writes
 // "<path>.tmp-<pid>" in the same folder, then renames). HDF5 failures throw EnvironmentError.

@@ -225,8 +225,9 @@ void check_scores(const Batch& b, const Results& res, const LayerResult& lr, con
   }
 }
 
-void check_layer_result(const Batch& b, const Results& res, int id, const LayerResult& lr, const std::string& file) {
-  const std::string g = "/outputs/" + res.name + "/" + to_string(id);
+void check_layer_result(const Batch& b, const Results& res, const std::string& name, int id, const LayerResult& lr,
+                        const std::string& file) {
+  const std::string g = "/outputs/" + name + "/" + to_string(id);
   const Layer* layer = nullptr;
   for (const Layer& l : b.layers)
     if (l.id == id) layer = &l;
@@ -252,17 +253,10 @@ void check_layer_result(const Batch& b, const Results& res, int id, const LayerR
   check_scores(b, res, lr, g, file);
 }
 
-}  // namespace
-
-int valid_len_of(int len) {
-  if (len <= 0) return 0;
-  const int kept = std::min(kTopkBlocks, (len + kBlockSize - 1) / kBlockSize);
-  return kBlockSize * (kept - 1) + (len - 1) % kBlockSize + 1;
-}
-
-void validate_results(const Batch& b, const Results& res, const std::string& file) {
-  const std::string g = "/outputs/" + res.name;
-  if (res.name.empty() || res.name.find('/') != std::string::npos || res.name == "." || res.name == "..")
+// `name` is the group the results live in: the map key in Batch::outputs, else Results::name.
+void check_results(const Batch& b, const Results& res, const std::string& name, const std::string& file) {
+  const std::string g = "/outputs/" + name;
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
     fail(file, g, "output name must be non-empty and hold no '/'");
   const size_t rows = b.compress_len.size();
   if (res.rows_done.size() != rows)
@@ -274,7 +268,19 @@ void validate_results(const Batch& b, const Results& res, const std::string& fil
       fail(file, g + "/blocks", "holds " + to_string(res.blocks.size()) + " values, not [" + to_string(rows) + ", 2048]");
     for (size_t r = 0; r < rows; ++r) check_block_row(&res.blocks[r * kTopkBlocks], b.compress_len[r], file, g + "/blocks", int64_t(r));
   }
-  for (const auto& [id, lr] : res.layers) check_layer_result(b, res, id, lr, file);
+  for (const auto& [id, lr] : res.layers) check_layer_result(b, res, name, id, lr, file);
+}
+
+}  // namespace
+
+int valid_len_of(int len) {
+  if (len <= 0) return 0;
+  const int kept = std::min(kTopkBlocks, (len + kBlockSize - 1) / kBlockSize);
+  return kBlockSize * (kept - 1) + (len - 1) % kBlockSize + 1;
+}
+
+void validate_results(const Batch& b, const Results& res, const std::string& file) {
+  check_results(b, res, res.name, file);
 }
 
 void validate_batch(const Batch& b, const std::string& file) {
@@ -284,10 +290,7 @@ void validate_batch(const Batch& b, const std::string& file) {
   check_rows(b, file);
   check_pool(b, file);
   check_layers(b, file);
-  for (const auto& [name, res] : b.outputs) {
-    if (name != res.name) fail(file, "/outputs/" + name, "holds results named '" + res.name + "'");
-    validate_results(b, res, file);
-  }
+  for (const auto& [name, res] : b.outputs) check_results(b, res, name, file);
 }
 
 }  // namespace dsa

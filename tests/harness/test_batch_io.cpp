@@ -216,6 +216,18 @@ TEST_CASE("batch file: every dataset and attribute round-trips", "[batch_io]") {
     REQUIRE(entry.path().filename().string().find(".tmp-") == std::string::npos);
 }
 
+TEST_CASE("batch file: outputs are stored under their map key", "[batch_io]") {
+  Batch b = test::small_batch(18);
+  b.outputs["engine"] = b.outputs.at("reference-sparse");  // its Results::name stays "reference-sparse"
+  const std::string path = scratch("keys.h5");
+  write_batch(path, b);
+  const Batch back = read_batch(path);
+  REQUIRE(back.outputs.size() == 2);
+  REQUIRE(back.outputs.at("engine").name == "engine");
+  REQUIRE(back.outputs.at("engine").rows_done == b.outputs.at("engine").rows_done);
+  REQUIRE(back.outputs.at("engine").layers.at(24).sparse_scores == b.outputs.at("engine").layers.at(24).sparse_scores);
+}
+
 TEST_CASE("batch file: a batch without tails, outputs or layers round-trips", "[batch_io]") {
   Batch b = test::small_batch(12, false);
   b.tail_rows.clear();

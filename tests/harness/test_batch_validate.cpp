@@ -60,6 +60,13 @@ TEST_CASE("validator: accepts the format's edges", "[batch_validate]") {
     b.page_size = 64;
     REQUIRE(validation_error(b).empty());
   }
+  SECTION("the output's map key names its group, whatever Results::name says") {
+    Batch b = base;
+    b.outputs["reference-sparse"].name = "other";
+    REQUIRE(validation_error(b).empty());
+    b.outputs["reference-sparse"].layers[24].positions[512 * 2] = 40;
+    REQUIRE(validation_error(b).find("/outputs/reference-sparse/24/positions: row 2 holds 40") != std::string::npos);
+  }
   SECTION("subnormal and zero weights are finite") {
     Batch b = base;
     b.layers[0].weights[0] = 1e-40f;
@@ -117,7 +124,6 @@ TEST_CASE("validator: one error per rule, naming the dataset", "[batch_validate]
          b.layers.erase(b.layers.begin() + 1, b.layers.end());
          b.layers[0].role = Role::plain;
        }, "attribute source_layer: 20 but the source layer is absent (-1)"},
-      {[](Batch& b) { b.outputs["reference-sparse"].name = "other"; }, "/outputs/reference-sparse: holds results named 'other'"},
       {[](Batch& b) {
          Results r = b.outputs.begin()->second;
          r.name = "bad/name";
