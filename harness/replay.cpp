@@ -113,8 +113,19 @@ class BatchRun {
       progress_.begin(id_.substr(0, 8) + " " + impl);
       ImplRun run;
       std::vector<CaseResult> cases;
-      run_one(impl, named[i], runnable, run, cases);
-      if (!only_layer.empty())
+      try {
+        run_one(impl, named[i], runnable, run, cases);
+      } catch (const InputError&) {
+        throw;
+      } catch (const EnvironmentError&) {
+        throw;
+      } catch (const std::exception& e) {
+        // An implementation that breaks while running (a failed launch, a logic error) is a
+        // failure of that implementation, reported as a case, not the end of the replay.
+        cases = {crash_case(impl, e.what())};
+      }
+      // A case ID with layer "run" (a run that failed) keeps every case of that run.
+      if (!only_layer.empty() && only_layer != "run")
         cases.erase(std::remove_if(cases.begin(), cases.end(), [&](const CaseResult& c) { return c.layer != only_layer; }),
                     cases.end());
       log_.append(run, cases);
@@ -187,6 +198,21 @@ class BatchRun {
     cases = cases_from_comparisons({id_, path_, impl, rows_, opt_.tolerance}, comparisons);
     if (run.deterministic == 0) mark_nondeterministic(cases);
     for (CaseResult& c : cases) add_worst_rows(c, batch_);
+  }
+
+  CaseResult crash_case(const std::string& impl, const std::string& what) const {
+    CaseResult c;
+    c.batch_id = id_;
+    c.impl = impl;
+    c.layer = "run";
+    c.rows = rows_text(rows_);
+    c.input = path_;
+    c.id = format_case_id({id_, impl, "run", c.rows});
+    c.rerun = rerun_command(path_, c.id, opt_.tolerance);
+    c.verdict = Disposition::incorrect;
+    c.failed_metric = "run: the implementation failed";
+    c.message = what;
+    return c;
   }
 
   bool repeats_identical(const std::string& name, const Results& first) {
@@ -379,10 +405,12 @@ Report run_replay(const ReplayOptions& o) {
   Progress progress(o.progress, total, Progress::is_terminal(o.progress));
 
   bool case_found = false;
+  std::set<std::string> seen;
   for (const std::string& path : mine) {
     const Batch batch = read_batch(path);
     const std::string id = content_id(batch);
     if (only && id != only->batch_id) continue;
+    if (!seen.insert(id).second) continue;  // the same batch named twice (a file and its folder)
     case_found = true;
     std::vector<int> rows = only ? parse_rows_text(only->rows, batch.rows()) : select_rows(batch, o.rows, o.seed);
     report.inputs.push_back(input_info(path, batch, id));
@@ -395,7 +423,8 @@ Report run_replay(const ReplayOptions& o) {
   progress.finish();
   if (only && !case_found)
     throw InputError("--case", o.case_id, "no input has batch ID " + only->batch_id + " (pass its batch file)");
-  if (only && report.cases.empty() && report.runs.size() == 1 && report.runs[0].status == Disposition::passed)
+  if (only && only->layer != "run" && report.cases.empty() && report.runs.size() == 1 &&
+      report.runs[0].status == Disposition::passed)
     throw InputError("--case", o.case_id, "implementation " + only->impl + " has no layer " + only->layer + " in this batch");
 
   // Runs finished before a kill come from the log; the report then equals an uninterrupted run.
