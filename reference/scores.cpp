@@ -485,31 +485,42 @@ void dense_scores_row(const QueryRow& q, const KeyView& keys, int64_t L, float* 
 }
 
 namespace {
-// Walks tiles of a position list (or [0, L) when positions == nullptr) and hands each scored
-// tile to `use(first_index, count, scratch)`.
+// Walks tiles of a position list (or [0, n) when positions == nullptr), decodes each tile once,
+// scores it for every query and hands it to `use(query_index, first_index, count, scratch)`.
 template <class Use>
-void for_each_tile(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, bool exact,
-                   Use use) {
+void for_each_tile(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                   bool exact, Use use) {
   auto scratch = make_scratch();
-  prepare_query(q, scratch->query);
+  std::vector<std::unique_ptr<QueryPrep>> preps;
+  for (int i = 0; i < nq; ++i) {
+    preps.emplace_back(new QueryPrep());
+    prepare_query(queries[i], *preps.back());
+  }
   for (int64_t first = 0; first < n; first += kTile) {
     const int count = int(std::min<int64_t>(kTile, n - first));
     load_tile(keys, positions ? positions + first : nullptr, first, count, scratch->tile);
-    tile_heads(scratch->query, scratch->tile, scratch->s, exact ? scratch->sd : nullptr);
-    check_overflow(scratch->s, scratch->tile, count);
-    use(first, count, *scratch);
+    for (int i = 0; i < nq; ++i) {
+      tile_heads(*preps[size_t(i)], scratch->tile, scratch->s, exact ? scratch->sd : nullptr);
+      check_overflow(scratch->s, scratch->tile, count);
+      use(i, *preps[size_t(i)], first, count, *scratch);
+    }
   }
 }
 }  // namespace
 
-void dense_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, float* out) {
-  for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
-    tile_dense(sc.s, sc.query.w, count, out + first);
+void dense_scores_at_multi(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                           float* const* out) {
+  for_each_tile(queries, nq, keys, positions, n, false, [&](int i, const QueryPrep& q, int64_t first, int count, Scratch& sc) {
+    tile_dense(sc.s, q.w, count, out[i] + first);
   });
 }
 
+void dense_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, float* out) {
+  dense_scores_at_multi(&q, 1, keys, positions, n, &out);
+}
+
 void head_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, float* out) {
-  for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
+  for_each_tile(&q, 1, keys, positions, n, false, [&](int, const QueryPrep&, int64_t first, int count, Scratch& sc) {
     for (int p = 0; p < count; ++p)
       for (int h = 0; h < kHeads; ++h) out[(first + p) * kHeads + h] = sc.s[h][p];
   });
@@ -595,30 +606,34 @@ void tile_sparse(const float (*s)[kTile], const float* w, int n, uint16_t* out) 
 }
 }  // namespace
 
-void sparse_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, uint16_t* out) {
-  for_each_tile(q, keys, positions, n, false, [&](int64_t first, int count, Scratch& sc) {
-    tile_sparse(sc.s, sc.query.w, count, out + first);
+void sparse_scores_at_multi(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                            uint16_t* const* out) {
+  for_each_tile(queries, nq, keys, positions, n, false, [&](int i, const QueryPrep& q, int64_t first, int count, Scratch& sc) {
+    tile_sparse(sc.s, q.w, count, out[i] + first);
   });
 }
 
-namespace {
-void exact_tiles(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, double* out) {
-  for_each_tile(q, keys, positions, n, true, [&](int64_t first, int count, Scratch& sc) {
+void sparse_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, uint16_t* out) {
+  sparse_scores_at_multi(&q, 1, keys, positions, n, &out);
+}
+
+void exact_scores_at_multi(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                           double* const* out) {
+  for_each_tile(queries, nq, keys, positions, n, true, [&](int i, const QueryPrep& q, int64_t first, int count, Scratch& sc) {
     double s[kHeads];
     for (int p = 0; p < count; ++p) {
       for (int h = 0; h < kHeads; ++h) s[h] = sc.sd[h][p];
-      out[first + p] = exact_score(s, sc.query.w);
+      out[i][first + p] = exact_score(s, q.w);
     }
   });
 }
-}  // namespace
 
 void exact_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, double* out) {
-  exact_tiles(q, keys, positions, n, out);
+  exact_scores_at_multi(&q, 1, keys, positions, n, &out);
 }
 
 void exact_scores_row(const QueryRow& q, const KeyView& keys, int64_t L, double* out) {
-  exact_tiles(q, keys, nullptr, L, out);
+  exact_scores_at_multi(&q, 1, keys, nullptr, L, &out);
 }
 
 void dense_scores_row_scalar(const QueryRow& q, const KeyView& keys, int64_t L, float* out) {

@@ -84,6 +84,15 @@ void sparse_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* pos
                       uint16_t* out);
 void exact_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n,
                      double* out);
+// Several queries (e.g. the consumer layers of one row) at the same positions: each tile of keys
+// is decoded once for all of them. out[i][j] is query i's score at positions[j]; positions ==
+// nullptr means positions 0..n-1.
+void dense_scores_at_multi(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                           float* const* out);
+void sparse_scores_at_multi(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                            uint16_t* const* out);
+void exact_scores_at_multi(const QueryRow* queries, int nq, const KeyView& keys, const int32_t* positions, int64_t n,
+                           double* const* out);
 // The 32 head scores s_h (fp32) at each position: out[i * 32 + h].
 void head_scores_at(const QueryRow& q, const KeyView& keys, const int32_t* positions, int64_t n, float* out);
 
