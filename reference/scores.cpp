@@ -246,7 +246,13 @@ constexpr int kTile = 128;  // positions per tile
 struct KeyTile {
   int n = 0;
   int span = 0;                       // max over positions of (max - min) key exponent
+#if DSA_REF_AVX2
+  // fp4_twice + 12 (unsigned, 0..24), [group][dims 4j..4j+3][position][4]: one 32-byte row holds
+  // 8 positions x 4 dims, the layout of vpmaddubsw against 4 broadcast query bytes.
+  alignas(32) uint8_t kb[4][8][kTile][4];
+#else
   alignas(32) float k[4][32][kTile];  // fp4_twice values, [group][dim][position]
+#endif
   alignas(32) double kf[4][kTile];    // 2^(E - 129): key scale and the 1/4 of the twice codes
   uint8_t ks[kTile][4];
   int32_t pos[kTile];
@@ -256,6 +262,8 @@ inline double pow2(int e);
 
 struct QueryPrep {
   alignas(32) float q[kHeads][kHeadDim];  // fp4_twice values
+  int32_t q4[kHeads][32];                 // the same as int8, 4 dims per word (dims 4j..4j+3)
+  int32_t qsum12[kHeads][4];              // 12 * sum of a group's twice values (the +12 offset of keys)
   double qf[kHeads][4];                   // 2^(E - 127)
   int span[kHeads];
   uint8_t qs[kHeads][4];
@@ -267,6 +275,16 @@ void prepare_query(const QueryRow& row, QueryPrep& p) {
     const uint8_t* q = row.q + h * kPackedDim;
     const uint8_t* s = row.q_scale + h * kScaleGroups;
     for (int d = 0; d < kHeadDim; ++d) p.q[h][d] = float(fp4_twice(fp4_code_at(q, d)));
+    for (int j = 0; j < 32; ++j) {
+      uint32_t word = 0;
+      for (int b = 0; b < 4; ++b) word |= uint32_t(uint8_t(int8_t(fp4_twice(fp4_code_at(q, 4 * j + b))))) << (8 * b);
+      p.q4[h][j] = int32_t(word);
+    }
+    for (int g = 0; g < 4; ++g) {
+      int32_t sum = 0;
+      for (int d = 32 * g; d < 32 * g + 32; ++d) sum += fp4_twice(fp4_code_at(q, d));
+      p.qsum12[h][g] = 12 * sum;
+    }
     int lo = 255, hi = 0;
     for (int g = 0; g < 4; ++g) {
       p.qs[h][g] = s[g];
@@ -309,12 +327,27 @@ void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, K
       t.pos[i] = int32_t(p);
       const uint8_t* k = keys.payload(p);
       const uint8_t* s = keys.scale(p);
+#if DSA_REF_AVX2
+      // Nibbles -> twice + 12 through a 16-entry table; 16 payload bytes are one 32-dim group.
+      const __m128i table = _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+      const __m128i low4 = _mm_set1_epi8(0x0F);
+      for (int g = 0; g < 4; ++g) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 16 * g));
+        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, low4));
+        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
+        alignas(16) uint32_t words[8];
+        _mm_store_si128(reinterpret_cast<__m128i*>(words), _mm_unpacklo_epi8(lo, hi));      // dims 0..15
+        _mm_store_si128(reinterpret_cast<__m128i*>(words + 4), _mm_unpackhi_epi8(lo, hi));  // dims 16..31
+        for (int j = 0; j < 8; ++j) std::memcpy(t.kb[g][j][i], &words[j], 4);
+      }
+#else
       for (int b = 0; b < kPackedDim; ++b) {
         const float* pair = kBytes.v[k[b]];
         const int d = 2 * b;
         t.k[d / 32][d % 32][i] = pair[0];
         t.k[d / 32][d % 32 + 1][i] = pair[1];
       }
+#endif
       int lo = 255, hi = 0;
       for (int g = 0; g < 4; ++g) {
         t.ks[i][g] = s[g];
@@ -325,7 +358,12 @@ void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, K
       t.span = std::max(t.span, hi - lo);
     } else {  // padding: zero keys score +0
       t.pos[i] = -1;
+#if DSA_REF_AVX2
+      for (int g = 0; g < 4; ++g)
+        for (int j = 0; j < 8; ++j) std::memset(t.kb[g][j][i], 12, 4);  // twice code 0
+#else
       for (int d = 0; d < kHeadDim; ++d) t.k[d / 32][d % 32][i] = 0.0f;
+#endif
       for (int g = 0; g < 4; ++g) { t.ks[i][g] = 127; t.kf[g][i] = 0.25; }
     }
   }
@@ -334,28 +372,28 @@ void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, K
 // Group sums of 4 heads x 16 positions of one group: out[head][position], exact integers.
 void group_block(const QueryPrep& q, int h0, int g, const KeyTile& t, int p0, float out[4][16]) {
 #if DSA_REF_AVX2
-  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00,
-         a31 = a00;
-  const float* q0 = &q.q[h0][32 * g];
-  const float* q1 = &q.q[h0 + 1][32 * g];
-  const float* q2 = &q.q[h0 + 2][32 * g];
-  const float* q3 = &q.q[h0 + 3][32 * g];
-  for (int d = 0; d < 32; ++d) {
-    const __m256 k0 = _mm256_load_ps(&t.k[g][d][p0]);
-    const __m256 k1 = _mm256_load_ps(&t.k[g][d][p0 + 8]);
-    __m256 b = _mm256_broadcast_ss(q0 + d);
-    a00 = _mm256_fmadd_ps(b, k0, a00); a01 = _mm256_fmadd_ps(b, k1, a01);
-    b = _mm256_broadcast_ss(q1 + d);
-    a10 = _mm256_fmadd_ps(b, k0, a10); a11 = _mm256_fmadd_ps(b, k1, a11);
-    b = _mm256_broadcast_ss(q2 + d);
-    a20 = _mm256_fmadd_ps(b, k0, a20); a21 = _mm256_fmadd_ps(b, k1, a21);
-    b = _mm256_broadcast_ss(q3 + d);
-    a30 = _mm256_fmadd_ps(b, k0, a30); a31 = _mm256_fmadd_ps(b, k1, a31);
+  // sum_d (k_d + 12) * q_d with vpmaddubsw (unsigned keys x signed query bytes): pairs <= 576,
+  // eight steps <= 4608 fit int16; vpmaddwd then adds the pairs of each position into int32.
+  // Subtracting 12 * sum(q) leaves G exactly; G < 2^13 converts to float exactly.
+  __m256i a[4][2];
+  for (int i = 0; i < 4; ++i) a[i][0] = a[i][1] = _mm256_setzero_si256();
+  for (int j = 0; j < 8; ++j) {
+    const __m256i k0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t.kb[g][j][p0]));
+    const __m256i k1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t.kb[g][j][p0 + 8]));
+    for (int i = 0; i < 4; ++i) {
+      const __m256i qb = _mm256_set1_epi32(q.q4[h0 + i][8 * g + j]);
+      a[i][0] = _mm256_add_epi16(a[i][0], _mm256_maddubs_epi16(k0, qb));
+      a[i][1] = _mm256_add_epi16(a[i][1], _mm256_maddubs_epi16(k1, qb));
+    }
   }
-  _mm256_storeu_ps(out[0], a00); _mm256_storeu_ps(out[0] + 8, a01);
-  _mm256_storeu_ps(out[1], a10); _mm256_storeu_ps(out[1] + 8, a11);
-  _mm256_storeu_ps(out[2], a20); _mm256_storeu_ps(out[2] + 8, a21);
-  _mm256_storeu_ps(out[3], a30); _mm256_storeu_ps(out[3] + 8, a31);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int i = 0; i < 4; ++i) {
+    const __m256i offset = _mm256_set1_epi32(q.qsum12[h0 + i][g]);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i sum = _mm256_sub_epi32(_mm256_madd_epi16(a[i][half], ones), offset);
+      _mm256_storeu_ps(out[i] + 8 * half, _mm256_cvtepi32_ps(sum));
+    }
+  }
 #else
   for (int i = 0; i < 4; ++i)
     for (int p = 0; p < 16; ++p) {
