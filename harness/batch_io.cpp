@@ -30,6 +30,20 @@ void expect_shape(const h5::Reader& in, const std::string& path, const std::vect
   if (shape != want) in.fail(path, "shape " + shape_text(shape) + " is not " + shape_text(want) + " " + meaning);
 }
 
+Elem elem_of(const std::vector<int32_t>*) { return Elem::i32; }
+Elem elem_of(const std::vector<uint8_t>*) { return Elem::u8; }
+Elem elem_of(const std::vector<float>*) { return Elem::f32; }
+
+// Reads a dataset whose shape must be `want`; checks dtype and shape before allocating anything.
+template <class T>
+void read_exact(const h5::Reader& in, const std::string& path, const std::vector<int64_t>& want,
+                const std::string& meaning, std::vector<T>* out) {
+  std::vector<int64_t> shape;
+  in.open_dataset(path, elem_of(out), &shape);
+  if (shape.size() == want.size()) expect_shape(in, path, shape, want, meaning);  // else read() names the rank
+  in.read(path, int(want.size()), &shape, out);
+}
+
 // A decimal layer id ("20"); -1 when the name is not one.
 int parse_layer_id(const std::string& name) {
   if (name.empty() || name.size() > 9 || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
@@ -68,16 +82,14 @@ void read_requests(const h5::Reader& in, Batch* b) {
   std::vector<int64_t> shape;
   in.read("/requests/num_rows", 1, &shape, &b->num_rows);
   const int64_t q = shape[0];
-  in.read("/requests/compressed_len", 1, &shape, &b->compressed_len);
-  expect_shape(in, "/requests/compressed_len", shape, {q}, "([Q] of /requests/num_rows)");
+  read_exact(in, "/requests/compressed_len", {q}, "([Q] of /requests/num_rows)", &b->compressed_len);
   in.read("/requests/page_table", 2, &shape, &b->page_table);
   if (shape[0] != q) in.fail("/requests/page_table", "shape " + shape_text(shape) + " does not have Q = " + to_string(q) + " rows");
   if (shape[1] > INT32_MAX) in.fail("/requests/page_table", "is too wide");
   b->table_width = int(shape[1]);
   b->tail_rows.clear();
   if (in.exists("/requests/tail_rows")) {
-    in.read("/requests/tail_rows", 1, &shape, &b->tail_rows);
-    expect_shape(in, "/requests/tail_rows", shape, {q}, "([Q] of /requests/num_rows)");
+    read_exact(in, "/requests/tail_rows", {q}, "([Q] of /requests/num_rows)", &b->tail_rows);
   }
   in.read("/rows/compress_len", 1, &shape, &b->compress_len);
   if (shape[0] > INT32_MAX) in.fail("/rows/compress_len", "has too many rows");
@@ -107,12 +119,9 @@ void read_layers(const h5::Reader& in, Batch* b) {
     l.role = parse_role(role, &ok);
     if (!ok) in.fail(g + " attribute role", "'" + role + "' is not source, consumer or plain");
     std::vector<int64_t> shape;
-    in.read(g + "/q", 3, &shape, &l.q);
-    expect_shape(in, g + "/q", shape, {r, kHeads, kPackedDim}, "([R, heads, head_dim/2])");
-    in.read(g + "/q_scale", 3, &shape, &l.q_scale);
-    expect_shape(in, g + "/q_scale", shape, {r, kHeads, kScaleGroups}, "([R, heads, head_dim/32])");
-    in.read(g + "/weights", 2, &shape, &l.weights);
-    expect_shape(in, g + "/weights", shape, {r, kHeads}, "([R, heads])");
+    read_exact(in, g + "/q", {r, kHeads, kPackedDim}, "([R, heads, head_dim/2])", &l.q);
+    read_exact(in, g + "/q_scale", {r, kHeads, kScaleGroups}, "([R, heads, head_dim/32])", &l.q_scale);
+    read_exact(in, g + "/weights", {r, kHeads}, "([R, heads])", &l.weights);
     b->layers.push_back(std::move(l));
   }
 }
@@ -148,12 +157,10 @@ LayerResult read_layer_result(const h5::Reader& in, const std::string& g, const 
   const int64_t r = int64_t(b.compress_len.size()), k = b.topk;
   std::vector<int64_t> shape;
   if (in.exists(g + "/positions")) {
-    in.read(g + "/positions", 2, &shape, &lr.positions);
-    expect_shape(in, g + "/positions", shape, {r, k}, "([R, topk])");
+    read_exact(in, g + "/positions", {r, k}, "([R, topk])", &lr.positions);
   }
   if (in.exists(g + "/tail_positions")) {
-    in.read(g + "/tail_positions", 2, &shape, &lr.tail_positions);
-    expect_shape(in, g + "/tail_positions", shape, {total_tail_rows(b), k}, "([sum(tail_rows), topk])");
+    read_exact(in, g + "/tail_positions", {total_tail_rows(b), k}, "([sum(tail_rows), topk])", &lr.tail_positions);
   }
   if (in.exists(g + "/dense_scores"))
     read_score_rows(in, g + "/dense_scores", Elem::f32, b, res, std::max(1, b.max_len()), identity_len,
@@ -174,13 +181,11 @@ Results read_output(const h5::Reader& in, const std::string& name, const Batch& 
   }
   const int64_t r = int64_t(b.compress_len.size());
   std::vector<int64_t> shape;
-  in.read(g + "/rows_done", 1, &shape, &res.rows_done);
-  expect_shape(in, g + "/rows_done", shape, {r}, "([R])");
+  read_exact(in, g + "/rows_done", {r}, "([R])", &res.rows_done);
   for (size_t i = 0; i < res.rows_done.size(); ++i)  // score reads below trust rows_done
     if (res.rows_done[i] > 1) in.fail(g + "/rows_done", "row " + to_string(i) + " is " + to_string(res.rows_done[i]) + ", not 0 or 1");
   if (in.exists(g + "/blocks")) {
-    in.read(g + "/blocks", 2, &shape, &res.blocks);
-    expect_shape(in, g + "/blocks", shape, {r, kTopkBlocks}, "([R, topk_blocks])");
+    read_exact(in, g + "/blocks", {r, kTopkBlocks}, "([R, topk_blocks])", &res.blocks);
   }
   for (const std::string& child : in.children(g)) {
     if (child == "rows_done" || child == "blocks") continue;

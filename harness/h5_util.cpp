@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kDeflateLevel = 1;              // fixed: part of the byte-identical promise
 constexpr int64_t kChunkBytes = 1 << 20;      // whole-dataset writes: about 1 MiB per chunk
-constexpr uint64_t kMaxReadBytes = 1ull << 38;  // refuse absurd shapes before allocating
+constexpr uint64_t kMaxReadBytes = 1ull << 33;  // 8 GiB per dataset: refuse absurd shapes before allocating
 
 hid_t mem_type(Elem elem) {
   switch (elem) {

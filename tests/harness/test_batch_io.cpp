@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "harness/batch_io.hpp"
+#include "harness/batch_validate.hpp"
 #include "harness/content_id.hpp"
 #include "harness/core/errors.hpp"
 #include "tests/catch.hpp"
@@ -453,4 +454,31 @@ TEST_CASE("inspect prints the summary", "[batch_io]") {
                                std::string("reference-sparse (test reference-sparse, cpu): rows_done 5/7, blocks"),
                                std::string("page size:      16 slots; pool 26 pages")})
     REQUIRE(text.find(s) != std::string::npos);
+}
+
+TEST_CASE("corrupted bytes give an InputError or a valid batch, never a crash", "[batch_io]") {
+  const std::string good = scratch("fuzz-good.h5"), path = scratch("fuzz.h5");
+  write_batch(good, test::small_batch(25));
+  const std::string bytes = file_bytes(good);
+  std::mt19937 rng(99);
+  int rejected = 0, accepted = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string broken = bytes;
+    // Most object headers and B-trees sit near the start and the end of the file.
+    const size_t window = std::min<size_t>(8192, broken.size());
+    for (int k = 0; k < 1 + i % 4; ++k) {
+      const size_t at = i % 2 ? rng() % window : broken.size() - 1 - rng() % window;
+      broken[at] = char(rng() & 0xff);
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << broken;
+    try {
+      const Batch b = read_batch(path);
+      validate_batch(b, path);  // what it returns passed every rule
+      ++accepted;
+    } catch (const InputError&) {
+      ++rejected;
+    }
+  }
+  INFO("accepted " << accepted << ", rejected " << rejected);
+  REQUIRE(rejected > 50);
 }
