@@ -91,7 +91,7 @@ __device__ __forceinline__ uint16_t sparse_epilogue(const float (&s)[4][2], cons
   return uint16_t(__float_as_uint(score) >> 16);
 }
 
-__global__ void __launch_bounds__(kWarps * 32) sparse_logits_kernel(SparseLogitsArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, 2) sparse_logits_kernel(SparseLogitsArgs a) {
   __shared__ __align__(16) int8_t ks_all[kWarps][8 * kKeyStride];
   __shared__ __align__(16) int8_t kr_all[kWarps][8 * kKeyStride];
   __shared__ uint32_t kexp_all[kWarps][8];
@@ -123,21 +123,29 @@ __global__ void __launch_bounds__(kWarps * 32) sparse_logits_kernel(SparseLogits
   const int n = lane >> 2, grp = lane & 3;
   const int nblocks = (valid + 7) / 8;
   const Fp4Lut raw_lut = fp4_lut(0);
-  for (int bi = 0; bi < nblocks; ++bi) {
+  // The next block's key bytes are fetched while the current block is scored.
+  auto fetch = [&](int bi, uint4& packed, uint32_t& exps) {
     const int64_t pos = int64_t(blocks[bi]) * 8 + n;
-    uint32_t words[4] = {0, 0, 0, 0};
-    uint32_t exps = 0x80808080u;  // positions >= L: zero keys on the fast path (never written)
-    float scale = 1.0f;
-    int shift = 0;
+    packed = make_uint4(0, 0, 0, 0);
+    exps = 0x80808080u;  // positions >= L: zero keys on the fast path (never written)
     if (pos < L) {
       const uint8_t* page = a.pool + int64_t(table[pos / P]) * P * 68;
       const int64_t off = pos % P;
-      const uint4 packed = *reinterpret_cast<const uint4*>(page + off * 64 + grp * 16);
-      words[0] = packed.x;
-      words[1] = packed.y;
-      words[2] = packed.z;
-      words[3] = packed.w;
+      packed = *reinterpret_cast<const uint4*>(page + off * 64 + grp * 16);
       exps = *reinterpret_cast<const uint32_t*>(page + int64_t(P) * 64 + off * 4);
+    }
+  };
+  uint4 next_packed = make_uint4(0, 0, 0, 0);
+  uint32_t next_exps = 0x80808080u;
+  if (nblocks > 0) fetch(0, next_packed, next_exps);
+  for (int bi = 0; bi < nblocks; ++bi) {
+    const int64_t pos = int64_t(blocks[bi]) * 8 + n;
+    const uint32_t words[4] = {next_packed.x, next_packed.y, next_packed.z, next_packed.w};
+    const uint32_t exps = next_exps;
+    if (bi + 1 < nblocks) fetch(bi + 1, next_packed, next_exps);
+    float scale = 1.0f;
+    int shift = 0;
+    if (pos < L) {
       int e[4], emin = 255, emax = 0;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {

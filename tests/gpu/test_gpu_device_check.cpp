@@ -34,9 +34,9 @@ void print_comparison(const Comparison& c) {
     std::printf("    layer %-8s %-9s %s%s%s\n", l.layer.c_str(), l.role.c_str(), disposition_name(l.disposition),
                 l.failed_metric.empty() ? "" : " failed: ", l.failed_metric.c_str());
     for (const Record& r : l.records)
-      if (r.name == "validity" || r.name == "tie_exact" || r.name.find("bit_identical") != std::string::npos ||
-          r.name.find("max_ulp") != std::string::npos || r.name == "set_agreement.min" ||
-          r.name.find("floor_violations") != std::string::npos)
+      if (r.name == "validity" || r.name == "exact" || r.name.find("bit_identical") != std::string::npos ||
+          r.name.find("max_ulp") != std::string::npos || r.name == "agreement.min" ||
+          r.name == "floor.pick_violations" || r.name == "floor.miss_violations" || r.name == "tails.identical")
         std::printf("      %-32s %.6g %s\n", r.name.c_str(), r.value, r.unit.c_str());
     for (const Mismatch& m : l.mismatches) std::printf("      %s\n", describe(l.layer, m).c_str());
   }
