@@ -12,6 +12,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -453,8 +454,19 @@ void tile_heads(const QueryPrep& q, const KeyTile& t, float (*s)[kTile], double 
 // Throws ScoreOverflow for the first (position, head) among the first n columns that overflowed.
 void check_overflow(const float (*s)[kTile], const KeyTile& t, int n) {
   bool any = false;
+  int p0 = 0;
+#if DSA_REF_AVX2
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 hits = _mm256_setzero_ps();
+  p0 = n / 8 * 8;
+  for (int h = 0; h < kHeads; ++h)
+    for (int p = 0; p < p0; p += 8)
+      hits = _mm256_or_ps(hits, _mm256_cmp_ps(_mm256_and_ps(_mm256_load_ps(&s[h][p]), abs_mask), inf, _CMP_EQ_OQ));
+  any = _mm256_movemask_ps(hits) != 0;
+#endif
   for (int h = 0; h < kHeads && !any; ++h)
-    for (int p = 0; p < n; ++p) any |= std::isinf(s[h][p]);
+    for (int p = p0; p < n; ++p) any |= std::isinf(s[h][p]);
   if (!any) return;
   for (int p = 0; p < n; ++p)
     for (int h = 0; h < kHeads; ++h)
