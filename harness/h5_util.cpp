@@ -133,9 +133,9 @@ bool Reader::exists(const std::string& path) const {
 
 bool Reader::is_group(const std::string& path) const {
   if (!exists(path)) return false;
-  H5O_info_t info;
-  if (H5Oget_info_by_name(fid_.get(), path.c_str(), &info, H5P_DEFAULT) < 0) return false;
-  return info.type == H5O_TYPE_GROUP;
+  // H5Oopen + H5Iget_type: the same call in HDF5 1.10, 1.12 and 1.14 (H5Oget_info changed).
+  Handle obj(H5Oopen(fid_.get(), path.c_str(), H5P_DEFAULT), H5Oclose);
+  return obj.valid() && H5Iget_type(obj.get()) == H5I_GROUP;
 }
 
 std::vector<std::string> Reader::children(const std::string& group) const {
