@@ -368,7 +368,7 @@ MetricResult selection_floor(const std::vector<RowRef>& rows, const PickTable& a
       margin = std::min(margin, (sp - floor) / scale);
       if (sp < floor - slack) {
         if (f.pick_violations++ == 0)
-          f.outcome.mismatch = invalid("position", r.row, int(j), "a pick scoring >= " + num(floor - slack),
+          f.outcome.mismatch = invalid("position", r.row, int(j), "scoring >= " + num(floor - slack),
                                        num(int64_t(pa[j])),
                                        "score " + num(sp) + " vs floor " + num(floor) + ": pick below the floor");
       }

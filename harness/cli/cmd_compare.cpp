@@ -58,8 +58,8 @@ std::string format_value(const Record& r) {
 }
 
 void print_layer(const LayerComparison& l) {
-  std::printf("\n%s %s (%s): %s", l.layer == "blocks" ? "level one" : "layer", l.layer.c_str(), l.role.c_str(),
-              disposition_name(l.disposition));
+  if (l.layer == "blocks") std::printf("\nblocks (level one): %s", disposition_name(l.disposition));
+  else std::printf("\nlayer %s (%s): %s", l.layer.c_str(), l.role.c_str(), disposition_name(l.disposition));
   if (!l.failed_metric.empty()) std::printf(" (%s)", l.failed_metric.c_str());
   if (!l.rows.empty()) std::printf(", %zu rows", l.rows.size());
   std::printf("\n");
@@ -67,6 +67,24 @@ void print_layer(const LayerComparison& l) {
     std::printf("  %-28s %14s  %-9s %s\n", r.name.c_str(), format_value(r).c_str(), r.unit.c_str(), r.hint.c_str());
   if (!l.mismatches.empty()) std::printf("  first mismatches:\n");
   for (const Mismatch& m : l.mismatches) std::printf("    %s\n", describe(l.layer, m).c_str());
+}
+
+// One line per layer with the figures a reader looks at first ("-" where the rule has none).
+void print_summary(const std::vector<LayerComparison>& layers) {
+  auto cell = [](const LayerComparison& l, const char* name) {
+    const Record* r = find_record(l, name);
+    return r ? format_value(*r) : std::string("-");
+  };
+  std::printf("\n%-12s %-14s %10s %10s %8s %10s %10s %10s\n", "layer", "verdict", "valid", "agree.min", "exact",
+              "floor.viol", "recall", "max_ulp");
+  for (const LayerComparison& l : layers) {
+    const Record* ulp = find_record(l, "scores.dense.max_ulp");
+    if (!ulp) ulp = find_record(l, "scores.sparse.max_ulp");
+    std::printf("%-12s %-14s %10s %10s %8s %10s %10s %10s\n", l.layer.c_str(), disposition_name(l.disposition),
+                cell(l, "validity").c_str(), cell(l, l.role == "tail" ? "tails.overlap.min" : "agreement.min").c_str(),
+                cell(l, "exact").c_str(), cell(l, "floor.violating_rows").c_str(), cell(l, "quality.recall.mean").c_str(),
+                ulp ? format_value(*ulp).c_str() : "-");
+  }
 }
 
 void compare_command(const CompareArgs& args) {
@@ -83,6 +101,7 @@ void compare_command(const CompareArgs& args) {
   std::printf("%s against %s on %s: %s rule, %ld rows done on both sides\n", c.impl.c_str(), c.against.c_str(),
               args.file.c_str(), rule_name(c.rule), rows);
   for (const LayerComparison& l : c.layers) print_layer(l);
+  print_summary(c.layers);
   std::printf("\nverdict: %s\n", disposition_name(c.disposition));
   exit_code = c.disposition == Disposition::passed      ? kExitPass
               : c.disposition == Disposition::incorrect ? kExitIncorrect
