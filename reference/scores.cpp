@@ -44,6 +44,8 @@ namespace {
 // Largest exponent spread for which the double sum of four terms |G| < 2^13 is exact:
 // |sum| < 2^(15 + spread) must fit 53 bits.
 constexpr int kExactSpread = 38;
+// Largest spread of the int32 path of the row kernel (see combine8_int).
+constexpr int kIntSpread = 16;
 
 // A non-negative integer of up to 18 x 32 bits (the exact sum shifted to the smallest
 // exponent spans at most 506 + 15 bits).
@@ -255,16 +257,23 @@ struct KeyTile {
   alignas(32) float k[4][32][kTile];  // fp4_twice values, [group][dim][position]
 #endif
   alignas(32) double kf[4][kTile];    // 2^(E - 129): key scale and the 1/4 of the twice codes
+  alignas(32) int32_t kshift[4][kTile];  // E_g - min_g E of each position
+  alignas(32) float kscale[kTile];       // 2^(min_g E - 129)
   uint8_t ks[kTile][4];
   int32_t pos[kTile];
 };
 
 inline double pow2(int e);
+// 2^e as a float for e in [-149, 127] (subnormal powers included), from the bits.
+inline float pow2f(int e) { return bits_float(e >= -126 ? uint32_t(e + 127) << 23 : 1u << (e + 149)); }
 
 struct QueryPrep {
   alignas(32) float q[kHeads][kHeadDim];  // fp4_twice values
   int32_t q4[kHeads][32];                 // the same as int8, 4 dims per word (dims 4j..4j+3)
   int32_t qsum12[kHeads][4];              // 12 * sum of a group's twice values (the +12 offset of keys)
+  int32_t qshift[kHeads][4];              // E_g - min_g E
+  int qmin[kHeads];
+  float qscale[kHeads];                   // 2^(min_g E - 127)
   double qf[kHeads][4];                   // 2^(E - 127)
   int span[kHeads];
   uint8_t qs[kHeads][4];
@@ -294,6 +303,9 @@ void prepare_query(const QueryRow& row, QueryPrep& p) {
       hi = std::max(hi, int(s[g]));
     }
     p.span[h] = hi - lo;
+    p.qmin[h] = lo;
+    p.qscale[h] = pow2f(lo - 127);
+    for (int g = 0; g < 4; ++g) p.qshift[h][g] = int(s[g]) - lo;
     p.w[h] = row.weights ? row.weights[h] : 0.0f;
   }
 }
@@ -357,6 +369,8 @@ void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, K
         hi = std::max(hi, int(s[g]));
       }
       t.span = std::max(t.span, hi - lo);
+      for (int g = 0; g < 4; ++g) t.kshift[g][i] = int(s[g]) - lo;
+      t.kscale[i] = pow2f(lo - 129);
     } else {  // padding: zero keys score +0
       t.pos[i] = -1;
 #if DSA_REF_AVX2
@@ -365,13 +379,14 @@ void load_tile(const KeyView& keys, const int32_t* list, int64_t first, int n, K
 #else
       for (int d = 0; d < kHeadDim; ++d) t.k[d / 32][d % 32][i] = 0.0f;
 #endif
-      for (int g = 0; g < 4; ++g) { t.ks[i][g] = 127; t.kf[g][i] = 0.25; }
+      for (int g = 0; g < 4; ++g) { t.ks[i][g] = 127; t.kf[g][i] = 0.25; t.kshift[g][i] = 0; }
+      t.kscale[i] = 0.25f;
     }
   }
 }
 
 // Group sums of 4 heads x 16 positions of one group: out[head][position], exact integers.
-void group_block(const QueryPrep& q, int h0, int g, const KeyTile& t, int p0, float out[4][16]) {
+void group_block(const QueryPrep& q, int h0, int g, const KeyTile& t, int p0, int32_t out[4][16]) {
 #if DSA_REF_AVX2
   // sum_d (k_d + 12) * q_d with vpmaddubsw (unsigned keys x signed query bytes): pairs <= 576,
   // eight steps <= 4608 fit int16; vpmaddwd then adds the pairs of each position into int32.
@@ -392,7 +407,7 @@ void group_block(const QueryPrep& q, int h0, int g, const KeyTile& t, int p0, fl
     const __m256i offset = _mm256_set1_epi32(q.qsum12[h0 + i][g]);
     for (int half = 0; half < 2; ++half) {
       const __m256i sum = _mm256_sub_epi32(_mm256_madd_epi16(a[i][half], ones), offset);
-      _mm256_storeu_ps(out[i] + 8 * half, _mm256_cvtepi32_ps(sum));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i] + 8 * half), sum);
     }
   }
 #else
@@ -400,16 +415,41 @@ void group_block(const QueryPrep& q, int h0, int g, const KeyTile& t, int p0, fl
     for (int p = 0; p < 16; ++p) {
       float sum = 0.0f;  // integers below 2^13: exact in any order
       for (int d = 0; d < 32; ++d) sum += q.q[h0 + i][32 * g + d] * t.k[g][d][p0 + p];
-      out[i][p] = sum;
+      out[i][p] = int32_t(sum);
     }
 #endif
 }
 
 // Head scores of one row against one tile: s[h][p] (fp32) and, when sd != nullptr, the exact
 // sums as doubles sd[h][p].
+#if DSA_REF_AVX2
+// The common case in integers: with e_ref = min(qs) + min(ks), N = sum_g G_g << (e_g - e_ref) is
+// exact in int32 while the exponent spread is <= 16 (4 * 4608 * 2^16 < 2^31); int -> float is
+// then the one RNE rounding and the two power-of-two scalings are exact unless the result is
+// subnormal. Returns false (nothing stored) when a lane would be subnormal.
+inline bool combine8_int(const QueryPrep& q, int h, const KeyTile& t, int p, const int32_t (*gsum)[4][16], int i,
+                         int col, float* out) {
+  __m256i n = _mm256_setzero_si256();
+  for (int g = 0; g < 4; ++g) {
+    const __m256i shift = _mm256_add_epi32(_mm256_set1_epi32(q.qshift[h][g]),
+                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(&t.kshift[g][p])));
+    n = _mm256_add_epi32(n, _mm256_sllv_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(&gsum[g][i][col])), shift));
+  }
+  const __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(n), _mm256_set1_ps(q.qscale[h])),
+                                 _mm256_load_ps(&t.kscale[p]));
+  const __m256 abs_v = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+  const __m256 tiny = _mm256_cmp_ps(abs_v, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ);
+  const __m256 nonzero = _mm256_castsi256_ps(
+      _mm256_xor_si256(_mm256_cmpeq_epi32(n, _mm256_setzero_si256()), _mm256_set1_epi32(-1)));
+  if (_mm256_movemask_ps(_mm256_and_ps(tiny, nonzero))) return false;
+  _mm256_storeu_ps(out, v);
+  return true;
+}
+#endif
+
 void tile_heads(const QueryPrep& q, const KeyTile& t, float (*s)[kTile], double (*sd)[kTile]) {
   const int blocks = (t.n + 15) / 16;
-  float gsum[4][4][16];  // [group][head][position]
+  alignas(32) int32_t gsum[4][4][16];  // [group][head][position]
   for (int h0 = 0; h0 < kHeads; h0 += 4) {
     for (int b = 0; b < blocks; ++b) {
       const int p0 = 16 * b;
@@ -417,18 +457,24 @@ void tile_heads(const QueryPrep& q, const KeyTile& t, float (*s)[kTile], double 
       for (int i = 0; i < 4; ++i) {
         const int h = h0 + i;
         if (q.span[h] + t.span <= kExactSpread) {
-          // Exact in double (see kExactSpread), then one rounding to fp32.
 #if DSA_REF_AVX2
-          for (int p = 0; p < 16; p += 4) {
-            __m256d acc = _mm256_mul_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(&gsum[0][i][p])),
-                                                      _mm256_set1_pd(q.qf[h][0])),
-                                        _mm256_load_pd(&t.kf[0][p0 + p]));
-            for (int g = 1; g < 4; ++g)
-              acc = _mm256_fmadd_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(&gsum[g][i][p])),
-                                                  _mm256_set1_pd(q.qf[h][g])),
-                                    _mm256_load_pd(&t.kf[g][p0 + p]), acc);
-            _mm_storeu_ps(&s[h][p0 + p], _mm256_cvtpd_ps(acc));
-            if (sd) _mm256_storeu_pd(&sd[h][p0 + p], acc);
+          const bool int_path = !sd && q.span[h] + t.span <= kIntSpread && q.qmin[h] < 224;
+          for (int half = 0; half < 16; half += 8) {
+            if (int_path && combine8_int(q, h, t, p0 + half, gsum, i, half, &s[h][p0 + half])) continue;
+            // Exact in double (see kExactSpread), then one rounding to fp32.
+            for (int p = half; p < half + 8; p += 4) {
+              __m256d acc = _mm256_mul_pd(
+                  _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&gsum[0][i][p]))),
+                                _mm256_set1_pd(q.qf[h][0])),
+                  _mm256_load_pd(&t.kf[0][p0 + p]));
+              for (int g = 1; g < 4; ++g)
+                acc = _mm256_fmadd_pd(
+                    _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&gsum[g][i][p]))),
+                                  _mm256_set1_pd(q.qf[h][g])),
+                    _mm256_load_pd(&t.kf[g][p0 + p]), acc);
+              _mm_storeu_ps(&s[h][p0 + p], _mm256_cvtpd_ps(acc));
+              if (sd) _mm256_storeu_pd(&sd[h][p0 + p], acc);
+            }
           }
 #else
           for (int p = 0; p < 16; ++p) {
@@ -440,8 +486,7 @@ void tile_heads(const QueryPrep& q, const KeyTile& t, float (*s)[kTile], double 
 #endif
         } else {
           for (int p = 0; p < 16; ++p) {
-            const int32_t g4[4] = {int32_t(gsum[0][i][p]), int32_t(gsum[1][i][p]), int32_t(gsum[2][i][p]),
-                                   int32_t(gsum[3][i][p])};
+            const int32_t g4[4] = {gsum[0][i][p], gsum[1][i][p], gsum[2][i][p], gsum[3][i][p]};
             s[h][p0 + p] = combine_fp32(g4, q.qs[h], t.ks[p0 + p]);
             if (sd) sd[h][p0 + p] = combine_fp64(g4, q.qs[h], t.ks[p0 + p]);
           }

@@ -284,6 +284,33 @@ TEST_CASE("row kernel equals the scalar path, also for extreme exponent spreads"
   }
 }
 
+TEST_CASE("row kernel equals the scalar path for small spreads: normal, subnormal and huge results") {
+  // Spreads <= 16 take the kernel's int32 path; tiny scales make subnormal scores (its
+  // fallback), large ones scores near 2^120.
+  std::mt19937 rng(13);
+  for (int lo : {60, 100, 120, 176}) {
+    RandomKeys keys(260, lo, lo + 6, rng);
+    RandomQuery q(lo, lo + 6, rng);
+    std::vector<float> fast(260), slow(260);
+    dense_scores_row(q.row, keys.view, 260, fast.data());
+    dense_scores_row_scalar(q.row, keys.view, 260, slow.data());
+    CHECK(std::memcmp(fast.data(), slow.data(), sizeof(float) * 260) == 0);
+    std::vector<int32_t> positions(260);
+    for (int i = 0; i < 260; ++i) positions[size_t(i)] = (i * 37) % 260;
+    std::vector<float> heads(260 * kHeads);
+    head_scores_at(q.row, keys.view, positions.data(), 260, heads.data());
+    int subnormal = 0;
+    for (int i = 0; i < 260; ++i)
+      for (int h = 0; h < kHeads; ++h) {
+        const float want = head_score_fp32(q.q.data() + h * kPackedDim, q.qs.data() + h * 4,
+                                           keys.view.payload(positions[size_t(i)]), keys.view.scale(positions[size_t(i)]));
+        subnormal += std::fpclassify(want) == FP_SUBNORMAL;
+        REQUIRE(bits_of(heads[size_t(i) * kHeads + size_t(h)]) == bits_of(want));
+      }
+    if (lo == 60) CHECK(subnormal > 100);
+  }
+}
+
 TEST_CASE("row kernel: several rows of one request in one pass equal single-row passes") {
   std::mt19937 rng(5);
   RandomKeys keys(700, 110, 140, rng);
