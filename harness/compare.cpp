@@ -105,6 +105,61 @@ metrics::TopkFn exact_topk(const Batch& batch, const Layer& layer) {
   };
 }
 
+// Level two of `path` (the reference's numerics) on given published blocks of one row.
+std::vector<int32_t> level_two_on(const Batch& batch, const Layer& layer, PathKind path, int row,
+                                  const std::vector<int32_t>& blocks) {
+  ref::LevelOne l1;
+  l1.blocks = blocks;
+  l1.valid_len = ref::valid_len_of(int64_t(blocks.size()), batch.compress_len[size_t(row)]);
+  const std::vector<int32_t> cand = ref::candidate_positions(l1);
+  const ref::QueryRow q = query_of(layer, row);
+  const ref::KeyView keys = keys_of(batch, row);
+  const int64_t n = int64_t(cand.size());
+  if (path == PathKind::sparse) {
+    std::vector<uint16_t> s(cand.size());
+    ref::sparse_scores_at(q, keys, cand.data(), n, s.data());
+    return ref::level_two_sparse(l1, s.data(), batch.topk);
+  }
+  if (path == PathKind::mask) {
+    std::vector<float> s(cand.size());
+    ref::dense_scores_at(q, keys, cand.data(), n, s.data());
+    return ref::level_two_mask(l1, s.data(), batch.topk);
+  }
+  std::vector<double> s(cand.size());
+  ref::exact_scores_at(q, keys, cand.data(), n, s.data());
+  return ref::level_two_exact(l1, s.data(), batch.topk);
+}
+
+// The reference's consumer picks, re-selected on a's own blocks in the rows where a published
+// other valid blocks: a different tie-break at level one (judged on the blocks layer) changes
+// the candidates legitimately, so level two is judged on a's own candidates. Returns b's picks
+// unchanged when no row needs it.
+std::vector<int32_t> picks_on_own_blocks(const Batch& batch, const Layer& layer, PathKind path,
+                                         const std::vector<RowRef>& rows, const Results& a,
+                                         const std::vector<int32_t>& b_positions, const std::vector<int32_t>& b_blocks,
+                                         int64_t* reselected) {
+  const PickTable own = metrics::blocks_table(a.blocks), theirs = metrics::blocks_table(b_blocks);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!own.present() || !theirs.present() || own.picks(rows[i].row) == theirs.picks(rows[i].row)) continue;
+    if (metrics::validity_blocks({rows[i]}, own).failures == 0) todo.push_back(i);
+  }
+  *reselected = int64_t(todo.size());
+  if (todo.empty()) return b_positions;
+  std::vector<int32_t> out = b_positions;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long t = 0; t < long(todo.size()); ++t) {
+    const RowRef& r = rows[todo[size_t(t)]];
+    try {
+      const std::vector<int32_t> picks = level_two_on(batch, layer, path, r.row, own.picks(r.row));
+      ref::write_positions(picks, batch.topk, out.data() + size_t(r.index) * size_t(batch.topk));
+    } catch (const std::exception&) {
+      // An overflowing row keeps b's picks; the implementations refuse such input anyway.
+    }
+  }
+  return out;
+}
+
 Ranking ranking_of(PathKind path, Role role) {
   if (path == PathKind::exact) return Ranking::exact;
   if (role == Role::consumer && path == PathKind::sparse) return Ranking::sparse;
@@ -232,10 +287,17 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
     const MetricResult agreement = metrics::set_agreement(rows, a, b);
     add(lc, agreement, "agreement", false);
     if (c.rule == Rule::own_path) {
+      int64_t reselected = 0;
+      const std::vector<int32_t> expected =
+          consumer ? picks_on_own_blocks(c.batch, layer, c.b_path, rows, c.a, lb.positions, c.b.blocks, &reselected)
+                   : lb.positions;
+      const PickTable e = metrics::positions_table(expected, c.batch.topk);
       const MetricResult exact =
-          metrics::tie_exactness(rows, a, b, position_rank(c.batch, layer, ranking_of(c.b_path, layer.role)));
+          metrics::tie_exactness(rows, a, e, position_rank(c.batch, layer, ranking_of(c.b_path, layer.role)));
       add(lc, exact, "exactness", true);
-      add_row_figures(lc, rows, a, b, agreement, &exact, nullptr);
+      if (consumer)
+        lc.records.push_back({"exact.rows_on_own_blocks", double(reselected), "count", ""});
+      add_row_figures(lc, rows, a, e, agreement, &exact, nullptr);
     } else {
       if (consumer && a_blocks.present())
         add(lc, metrics::two_level_quality(rows, a, a_blocks, exact_topk(c.batch, layer)), "quality", false);

@@ -12,6 +12,7 @@
 #include "harness/generate.hpp"
 #include "harness/impl_reference.hpp"
 #include "reference/scores.hpp"
+#include "reference/selection.hpp"
 #include "tests/catch.hpp"
 
 using namespace dsa;
@@ -217,6 +218,32 @@ TEST_CASE("own path: swaps among exact ties on real data are not flagged (edge p
   const Comparison cb = compare_results(b, traded, PathKind::mask, ref, PathKind::mask);
   CHECK(layer_of(cb, "blocks").disposition == Disposition::passed);
   CHECK(value(layer_of(cb, "blocks"), "agreement.min") < 1.0);
+
+  // An implementation that broke the level-one tie this way selects its consumer picks from its
+  // own candidates: judged against the reference's level two on those same blocks, it passes.
+  std::vector<int32_t> own_cands;
+  for (int32_t blk : kept)
+    for (int32_t p = blk * kBlockSize; p < (blk + 1) * kBlockSize && p < 16400; ++p) own_cands.push_back(p);
+  std::vector<float> own_scores(own_cands.size());
+  ref::dense_scores_at({l.q_row(row), l.scale_row(row), l.weight_row(row)}, keys, own_cands.data(),
+                       int64_t(own_cands.size()), own_scores.data());
+  const std::vector<int32_t> own_picks = ref::topk_ids(own_scores.data(), own_cands.data(), int64_t(own_cands.size()), b.topk);
+  for (const Layer* consumer : b.layers_with(Role::consumer)) {
+    if (consumer->id != layer) traded.layers.erase(consumer->id);
+  }
+  const std::vector<int32_t> ref_picks(ref.layers.at(layer).positions.begin() + row * b.topk,
+                                       ref.layers.at(layer).positions.begin() + (row + 1) * b.topk);
+  REQUIRE(own_picks != ref_picks);  // the trade changed the candidates
+  std::copy(own_picks.begin(), own_picks.end(), traded.layers.at(layer).positions.begin() + row * b.topk);
+  const Comparison co = compare_results(b, traded, PathKind::mask, ref, PathKind::mask);
+  const LayerComparison& own = layer_of(co, std::to_string(layer));
+  CHECK(own.disposition == Disposition::passed);
+  CHECK(value(own, "exact.rows_on_own_blocks") == 1);
+  CHECK(co.disposition == Disposition::passed);
+  // ...while its old picks (from the block it no longer publishes) are invalid.
+  std::copy(ref_picks.begin(), ref_picks.end(), traded.layers.at(layer).positions.begin() + row * b.topk);
+  CHECK(layer_of(compare_results(b, traded, PathKind::mask, ref, PathKind::mask), std::to_string(layer)).failed_metric ==
+        "validity");
 }
 
 TEST_CASE("public test with the mask path under test still measures against the mask floor") {
