@@ -347,9 +347,12 @@ class ReferenceImpl : public Implementation {
       const int request = batch.row_request[size_t(rows_[i])];
       size_t j = i;
       while (j < rows_.size() && batch.row_request[size_t(rows_[j])] == request) ++j;
-      // Enough groups to keep every core busy, at most kGroupRows rows each.
+      // At most kGroupRows rows a group, and a multiple of the core count of equal groups so
+      // that every core gets the same work.
       const size_t count = j - i;
-      const size_t size = std::max<size_t>(1, std::min<size_t>(kGroupRows, (count + threads - 1) / threads));
+      size_t groups_here = (count + kGroupRows - 1) / kGroupRows;
+      groups_here = (groups_here + size_t(threads) - 1) / size_t(threads) * size_t(threads);
+      const size_t size = std::max<size_t>(1, (count + groups_here - 1) / groups_here);
       for (size_t k = i; k < j; k += size)
         groups.emplace_back(rows_.begin() + long(k), rows_.begin() + long(std::min(j, k + size)));
       i = j;
