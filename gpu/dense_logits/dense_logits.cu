@@ -27,9 +27,8 @@ __device__ __forceinline__ float dense_epilogue(const float (&s)[4][2], const fl
 }
 
 __global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
-  // Two stages: the next key tile is fetched into registers while the current one is scored.
-  __shared__ __align__(16) int8_t ksm[2][kTileP * kKeyStride];
-  __shared__ float kss[2][kTileP];
+  __shared__ __align__(16) int8_t ksm[kTileP * kKeyStride];
+  __shared__ float kss[kTileP];
   const int tile = blockIdx.y;
   const int first = a.tile_first[tile], count = a.tile_count[tile];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -51,50 +50,32 @@ __global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
   for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
   float* out = a.out + int64_t(row) * a.ld;
 
-  // Each of the 256 threads stages 2 of the tile's 512 16-byte pieces (and one scale).
-  uint4 pre[2];
-  float pre_scale = 1.0f;
-  auto fetch = [&](int pt) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int i = threadIdx.x + j * 256, pos = i >> 3, part = i & 7;
-      pre[j] = pt + pos < p1 ? *reinterpret_cast<const uint4*>(a.ks + (kcol + pt + pos) * 128 + part * 16)
-                             : make_uint4(0, 0, 0, 0);
-    }
-    if (threadIdx.x < kTileP) pre_scale = pt + int(threadIdx.x) < p1 ? a.kscale[kcol + pt + threadIdx.x] : 1.0f;
-  };
-  auto stash = [&](int buf) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int i = threadIdx.x + j * 256, pos = i >> 3, part = i & 7;
-      *reinterpret_cast<uint4*>(ksm[buf] + pos * kKeyStride + part * 16) = pre[j];
-    }
-    if (threadIdx.x < kTileP) kss[buf][threadIdx.x] = pre_scale;
-  };
-  fetch(p0);
-  stash(0);
-  __syncthreads();
-  int buf = 0;
   for (int pt = p0; pt < p1; pt += kTileP) {
-    const bool more = pt + kTileP < p1;
-    if (more) fetch(pt + kTileP);
-    if (active) {
-      for (int nt = 0; nt < kTileP / 8; ++nt) {
-        const int pb = pt + nt * 8;
-        if (pb >= L) break;
-        float s[4][2];
-        // Positions past p1 are staged as zero keys with scale 1.0 (fast path, never written);
-        // the generic path reads raw keys of up to 8 columns past them (spare columns exist).
-        head_scores(q, ksm[buf] + nt * 8 * kKeyStride, kss[buf] + nt * 8, a.kr + (kcol + pb) * 128, 128,
-                    a.kexp + kcol + pb, s);
-        const float score = dense_epilogue(s, wl);
-        const int p = pb + 2 * t + g;
-        if (lane < 8 && p < L) out[p] = score;
-      }
-    }
-    if (more) stash(buf ^ 1);  // buf ^ 1 was last read before the previous barrier
     __syncthreads();
-    buf ^= 1;
+    for (int i = threadIdx.x; i < kTileP * 8; i += blockDim.x) {
+      const int pos = i >> 3, part = i & 7;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (pt + pos < p1) v = *reinterpret_cast<const uint4*>(a.ks + (kcol + pt + pos) * 128 + part * 16);
+      *reinterpret_cast<uint4*>(ksm + pos * kKeyStride + part * 16) = v;
+    }
+    if (threadIdx.x < kTileP) {
+      const int pos = pt + threadIdx.x;
+      kss[threadIdx.x] = pos < p1 ? a.kscale[kcol + pos] : 1.0f;
+    }
+    __syncthreads();
+    if (!active) continue;
+    for (int nt = 0; nt < kTileP / 8; ++nt) {
+      const int pb = pt + nt * 8;
+      if (pb >= L) break;
+      float s[4][2];
+      // Positions past p1 read no raw keys: the staged scale 1.0 keeps them on the fast path
+      // unless a real position of the tile needs the generic one; then clamp to valid columns.
+      head_scores(q, ksm + nt * 8 * kKeyStride, kss + nt * 8, a.kr + (kcol + pb) * 128, 128,
+                  a.kexp + kcol + pb, s);
+      const float score = dense_epilogue(s, wl);
+      const int p = pb + 2 * t + g;
+      if (lane < 8 && p < L) out[p] = score;
+    }
   }
 }
 
