@@ -40,7 +40,20 @@ enum class Ranking { dense, sparse, exact };
 // Scores as doubles. An overflowing row (invalid input the implementations already refuse) gives
 // NaN, which no comparison treats as a tie: metrics run on worker threads and must not throw.
 std::vector<double> scores_at(const Batch& batch, const Layer& layer, Ranking ranking, int row,
-                              const std::vector<int32_t>& ids) {
+                              const std::vector<int32_t>& all_ids) {
+  // Ids outside [0, L) (an invalid pick of the implementation under test) have no score and
+  // must never reach the page table.
+  const int32_t L = batch.compress_len[size_t(row)];
+  std::vector<int32_t> ids;
+  for (int32_t p : all_ids)
+    if (p >= 0 && p < L) ids.push_back(p);
+  if (ids.size() != all_ids.size()) {
+    const std::vector<double> valid = scores_at(batch, layer, ranking, row, ids);
+    std::vector<double> out(all_ids.size(), std::nan(""));
+    for (size_t i = 0, j = 0; i < all_ids.size(); ++i)
+      if (all_ids[i] >= 0 && all_ids[i] < L) out[i] = valid[j++];
+    return out;
+  }
   const int64_t n = int64_t(ids.size());
   std::vector<double> out(ids.size(), std::nan(""));
   try {
@@ -82,6 +95,7 @@ RankFn block_rank(const Batch& batch, const Layer& source, Ranking ranking) {
     std::vector<double> keys;
     size_t next = 0;
     for (int32_t b : blocks) {
+      if (b < 0 || b > newest) { keys.push_back(std::nan("")); continue; }
       if (b == newest) { keys.push_back(std::numeric_limits<double>::infinity()); continue; }
       double key = -std::numeric_limits<double>::infinity();
       for (; next < positions.size() && positions[next] / kBlockSize == b; ++next) key = std::max(key, s[next]);

@@ -300,6 +300,20 @@ TEST_CASE("a dropped block and a flipped score bit fail the own-path verdict") {
   CHECK(l.mismatches.at(0).column == 10);
 }
 
+TEST_CASE("picks and blocks far outside the row fail validity and never reach the page table") {
+  const Batch& b = smoke();
+  const auto [layer, row] = consumer_row(b);
+  Results a = reference(PathKind::sparse);
+  a.layers.at(layer).positions[size_t(row) * size_t(b.topk) + size_t(b.topk) - 1] = 1 << 30;
+  a.blocks[size_t(row) * kTopkBlocks + 1] = -5;
+  for (PathKind against : {PathKind::sparse, PathKind::mask, PathKind::exact}) {
+    const Comparison c = compare_results(b, a, PathKind::sparse, reference(against), against);
+    CHECK(c.disposition == Disposition::incorrect);
+    CHECK(layer_of(c, "blocks").failed_metric == "validity");
+    CHECK(layer_of(c, std::to_string(layer)).failed_metric == "validity");
+  }
+}
+
 TEST_CASE("only rows done on both sides are compared; a layer on one side is not run") {
   const Batch& b = smoke();
   Results a = reference(PathKind::sparse);
