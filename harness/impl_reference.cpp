@@ -199,6 +199,8 @@ class ReferenceImpl : public Implementation {
         if (r < 0 || r >= batch.rows())
           throw InputError("--rows", std::to_string(r), "row out of range [0, " + std::to_string(batch.rows()) + ")");
       rows_ = options.rows;
+      std::sort(rows_.begin(), rows_.end());  // each row once: workers write per-row outputs
+      rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
     }
     level_one_.assign(size_t(batch.rows()), ref::LevelOne());
     have_blocks_ = false;
