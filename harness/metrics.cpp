@@ -110,6 +110,7 @@ Mismatch invalid(const std::string& what, int row, int column, std::string expec
 // Validity of one row of positions; returns the first problem.
 std::optional<Mismatch> check_position_row(const RowRef& r, const PickTable& picks, int topk,
                                            const PickTable* own_blocks, const std::string& what) {
+  if (!picks.has_row(r.index)) return invalid(what, r.row, -1, "a row of picks", "none", "table too short");
   const int32_t* v = picks.raw(r.index);
   std::vector<int32_t> blocks;
   if (own_blocks && own_blocks->present()) blocks = sorted_unique(own_blocks->picks(r.row));
@@ -136,6 +137,7 @@ std::optional<Mismatch> check_position_row(const RowRef& r, const PickTable& pic
 }
 
 std::optional<Mismatch> check_block_row(const RowRef& r, const PickTable& blocks) {
+  if (!blocks.has_row(r.index)) return invalid("block", r.row, -1, "a row of blocks", "none", "table too short");
   const int32_t* v = blocks.raw(r.index);
   const int nblocks = (r.length + kBlockSize - 1) / kBlockSize;
   const std::string what = "block";
@@ -227,7 +229,7 @@ MetricResult fidelity(const std::vector<RowRef>& rows, const std::vector<std::ve
 
 std::vector<int32_t> PickTable::picks(int64_t index) const {
   std::vector<int32_t> out;
-  if (!present() || size_t((index + 1) * width) > data->size()) return out;
+  if (!has_row(index)) return out;
   const int32_t* v = raw(index);
   for (int i = 0; i < width; ++i)
     if (v[i] != pad) out.push_back(v[i]);

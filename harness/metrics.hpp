@@ -26,6 +26,9 @@ struct PickTable {
   int32_t pad = kPositionPad;
 
   bool present() const { return data != nullptr && !data->empty(); }
+  bool has_row(int64_t index) const {
+    return data != nullptr && index >= 0 && size_t(index + 1) * size_t(width) <= data->size();
+  }
   const int32_t* raw(int64_t index) const { return data->data() + index * width; }
   // The non-padding entries of table row `index`, in stored order.
   std::vector<int32_t> picks(int64_t index) const;

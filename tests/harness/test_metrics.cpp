@@ -391,6 +391,15 @@ TEST_CASE("tails must equal the full-table picks (own path) or overlap 98 % (pub
   CHECK(tail_agreement(tails, tt, ft, 0.85).failures == 0);
 }
 
+TEST_CASE("a table shorter than its rows is invalid, not a crash") {
+  std::vector<int32_t> one_row = table_of({{0, 1, 2, 3, 4, 5, 6, 7}}, kK, kPositionPad);
+  const MetricResult m = validity_positions(refs(3), positions_table(one_row, kK), kK, nullptr);
+  CHECK(m.failures == 2);
+  CHECK(m.mismatches.at(0).row == 1);
+  std::vector<int32_t> no_blocks;
+  CHECK(validity_blocks(refs(2), blocks_table(no_blocks)).failures == 2);
+}
+
 TEST_CASE("compared rows: rows_done on both sides") {
   Results a, b;
   a.rows_done = {1, 1, 0, 1};
