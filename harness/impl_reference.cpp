@@ -144,13 +144,46 @@ uint64_t layer_content_hash(const Batch& batch, const Layer& layer, const std::v
   return h;
 }
 
+// One layer's results on the computed rows only (the rest is padding anyway).
 struct SharedLayer {
   uint64_t key = 0;
-  std::vector<int32_t> blocks;               // source only: [R, 2048]
-  std::vector<ref::LevelOne> level_one;      // source only: per row
-  std::vector<int32_t> positions;
-  std::vector<std::vector<float>> dense_scores;
+  std::vector<int32_t> blocks;               // source only: [rows, 2048]
+  std::vector<ref::LevelOne> level_one;      // source only: per computed row
+  std::vector<int32_t> positions;            // [rows, topk]
+  std::vector<std::vector<float>> dense_scores;  // per computed row, when scores were asked for
 };
+
+SharedLayer pack_shared(uint64_t key, const Batch& batch, const std::vector<int>& rows, const Results* out,
+                        const std::vector<ref::LevelOne>* level_one, const LayerResult& lr) {
+  SharedLayer e;
+  e.key = key;
+  const size_t k = size_t(batch.topk);
+  for (int r : rows) {
+    if (out) {
+      const auto row = out->blocks.begin() + long(size_t(r) * kTopkBlocks);
+      e.blocks.insert(e.blocks.end(), row, row + kTopkBlocks);
+      e.level_one.push_back((*level_one)[size_t(r)]);
+    }
+    const auto pos = lr.positions.begin() + long(size_t(r) * k);
+    e.positions.insert(e.positions.end(), pos, pos + long(k));
+    if (!lr.dense_scores.empty()) e.dense_scores.push_back(lr.dense_scores[size_t(r)]);
+  }
+  return e;
+}
+
+void unpack_shared(SharedLayer& e, const Batch& batch, const std::vector<int>& rows, Results* out,
+                   std::vector<ref::LevelOne>* level_one, LayerResult& lr, bool scores) {
+  const size_t k = size_t(batch.topk);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t r = size_t(rows[i]);
+    if (out) {
+      std::copy_n(e.blocks.begin() + long(i * kTopkBlocks), kTopkBlocks, out->blocks.begin() + long(r * kTopkBlocks));
+      (*level_one)[r] = std::move(e.level_one[i]);
+    }
+    std::copy_n(e.positions.begin() + long(i * k), k, lr.positions.begin() + long(r * k));
+    if (scores) lr.dense_scores[r] = std::move(e.dense_scores[i]);
+  }
+}
 
 class SharedResults {
  public:
@@ -217,10 +250,7 @@ class ReferenceImpl : public Implementation {
     const uint64_t key = share ? layer_content_hash(batch, source, rows_, options.scores) : 0;
     SharedLayer hit;
     if (share && SharedResults::instance().find(key, &hit)) {
-      out.blocks = std::move(hit.blocks);
-      level_one_ = std::move(hit.level_one);
-      lr.positions = std::move(hit.positions);
-      if (options.scores) lr.dense_scores = std::move(hit.dense_scores);
+      unpack_shared(hit, batch, rows_, &out, &level_one_, lr, options.scores);
       have_blocks_ = true;
       out.timings.push_back(host_timing(name() + "/publish_shared", source, ms_since(shared_start)));
       note_shared(out);
@@ -247,7 +277,7 @@ class ReferenceImpl : public Implementation {
       }
     });
     have_blocks_ = true;
-    if (share) SharedResults::instance().store({key, out.blocks, level_one_, lr.positions, lr.dense_scores});
+    if (share) SharedResults::instance().store(pack_shared(key, batch, rows_, &out, &level_one_, lr));
     out.timings.push_back(host_timing(name() + (path_ == PathKind::exact ? "/exact_scores" : "/dense_scores"), source,
                                       scores.wall_ms()));
     out.timings.push_back(host_timing(name() + "/source_topk", source, topk.wall_ms()));
@@ -282,8 +312,7 @@ class ReferenceImpl : public Implementation {
     const uint64_t key = share ? layer_content_hash(batch, layer, rows_, options.scores) : 0;
     SharedLayer hit;
     if (share && SharedResults::instance().find(key, &hit)) {
-      lr.positions = std::move(hit.positions);
-      if (options.scores) lr.dense_scores = std::move(hit.dense_scores);
+      unpack_shared(hit, batch, rows_, nullptr, nullptr, lr, options.scores);
       out.timings.push_back(host_timing(name() + "/plain_shared", layer, ms_since(start)));
       note_shared(out);
       return;
@@ -308,7 +337,7 @@ class ReferenceImpl : public Implementation {
         if (options.scores) lr.dense_scores[size_t(r)] = std::move(dense[i]);
       }
     });
-    if (share) SharedResults::instance().store({key, {}, {}, lr.positions, lr.dense_scores});
+    if (share) SharedResults::instance().store(pack_shared(key, batch, rows_, nullptr, nullptr, lr));
     out.timings.push_back(host_timing(name() + "/plain_topk", layer, ms_since(start)));
   }
 
