@@ -96,10 +96,15 @@ void check_kernel(const std::string& subject, const KernelFigure& b, const Kerne
   d.precision(4);
   d << "median " << b.median_ms << " -> " << c.median_ms << " ms (" << (ratio >= 1 ? "+" : "") << pct(ratio - 1)
     << "); spread " << b.min_ms << ".." << b.max_ms << " vs " << c.min_ms << ".." << c.max_ms << " ms";
-  if (std::fabs(ratio - 1) <= cfg.min_effect) add(out, GateKind::ok, subject, d.str() + ": no change");
+  const double delta = c.median_ms - b.median_ms;
+  if (std::fabs(ratio - 1) <= cfg.min_effect || std::fabs(delta) <= cfg.min_abs_ms)
+    add(out, GateKind::ok, subject, d.str() + ": no change");
   else if (c.min_ms > b.max_ms) add(out, GateKind::regression, subject, d.str() + ": slower beyond the noise");
   else if (c.max_ms < b.min_ms) add(out, GateKind::ok, subject, d.str() + ": faster beyond the noise");
-  else add(out, GateKind::inconclusive, subject, d.str() + ": inside the noise of the two runs");
+  // Inside the noise: a possible regression cannot be told apart from noise; a lower median
+  // cannot be a regression, and is not called faster either.
+  else if (delta > 0) add(out, GateKind::inconclusive, subject, d.str() + ": inside the noise of the two runs");
+  else add(out, GateKind::ok, subject, d.str() + ": inside the noise of the two runs, not a regression");
 }
 
 void check_latency(const Report& base, const Report& cur, const GateConfig& cfg, GateResult& out) {
@@ -169,7 +174,9 @@ GateConfig read_gate_config(const std::string& path) {
     else if (key == "max_floor_violations") cfg.max_floor_violations = v;
     else if (key == "agreement_margin") cfg.agreement_margin = v;
     else if (key == "min_effect") cfg.min_effect = v;
-    else throw InputError(path, key, "unknown key (validity_min, max_floor_violations, agreement_margin, min_effect, allow_different_gpu)");
+    else if (key == "min_abs_ms") cfg.min_abs_ms = v;
+    else throw InputError(path, key, "unknown key (validity_min, max_floor_violations, agreement_margin, min_effect, min_abs_ms, "
+                                    "allow_different_gpu)");
     if (!(v >= 0)) throw InputError(path, key, "must be >= 0");
   }
   return cfg;

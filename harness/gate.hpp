@@ -2,8 +2,9 @@
 // The CI regression gate: reads two reports (baseline and current) and nothing else.
 // Correctness: thresholds on the current run (validity 100 %, no floor violation, no incorrect
 // case) and agreement not below the baseline's by more than a margin. Latency: each kernel's
-// median against the spread (min..max of samples) of both runs. A change inside the noise is
-// "inconclusive", never "faster" or "slower". Kernels timed with a single sample (the CPU
+// median against the spread (min..max of samples) of both runs: slower beyond both spreads is a
+// regression; a higher median inside the noise is "inconclusive", never "slower"; a lower one
+// inside the noise is not a regression, and not called "faster" either. Kernels timed with a single sample (the CPU
 // references' stage timings) have no spread and are not judged.
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ struct GateConfig {
   double max_floor_violations = 0;    // floor.violating_rows allowed per comparison
   double agreement_margin = 0.002;    // agreement.mean/min may drop this much below the baseline
   double min_effect = 0.03;           // median changes below this share are "no change"
+  double min_abs_ms = 0.0005;         // ... and below this many ms (CUDA event resolution)
   bool allow_different_gpu = false;
 };
 

@@ -75,22 +75,31 @@ function histogram(svg,vals,xl){
 function kernels(svg,ks){
   if(!ks.length){empty(svg,'no kernel timings in this run');return;}
   H=Math.max(260,T+B+16*ks.length);
-  var hi=0;ks.forEach(function(k){hi=Math.max(hi,k.max,k.floor);});
-  var rowH=(H-T-B)/ks.length,f=frame(svg,0,hi*1.05,0,ks.length,'ms (bar: min..max, mark: median; grey: floor)',''),d='',fl='';
+  // Log scale: kernels of a few microseconds and of milliseconds, and their floors, side by side.
+  var lo=Infinity,hi=0;ks.forEach(function(k){[k.min,k.floor].forEach(function(v){if(v>0&&v<lo)lo=v;});hi=Math.max(hi,k.max,k.floor);});
+  if(!(hi>0)){empty(svg,'no kernel timings in this run');return;}
+  if(!(lo<hi))lo=hi/10;
+  var d0=Math.floor(Math.log10(lo)),d1=Math.ceil(Math.log10(hi));if(d1<=d0)d1=d0+1;
+  var X=function(v){v=Math.max(v,Math.pow(10,d0));return L+(Math.log10(v)-d0)/(d1-d0)*(W-L-R);};
+  el(svg,'path',{d:'M'+L+','+T+'V'+(H-B)+'H'+(W-R),stroke:'#888',fill:'none','class':'axis'});
+  for(var e=d0;e<=d1;e++){el(svg,'text',{x:X(Math.pow(10,e)),y:H-B+14,'text-anchor':'middle','font-size':10},'1e'+e);
+    el(svg,'path',{d:'M'+X(Math.pow(10,e))+','+T+'V'+(H-B),stroke:'#eee','class':'grid'});}
+  el(svg,'text',{x:(W+L)/2,y:H-4,'text-anchor':'middle','font-size':11},'ms, log scale (bar: min..max, dark mark: median, grey: floor)');
+  var rowH=(H-T-B)/ks.length,d='',fl='';
   ks.forEach(function(k,i){var y=T+rowH*(i+0.5),h=Math.max(2,rowH*0.5);
-    d+='M'+f.x(k.min).toFixed(1)+','+(y-h/2).toFixed(1)+'H'+Math.max(f.x(k.max),f.x(k.min)+1).toFixed(1)+'v'+h.toFixed(1)+'H'+f.x(k.min).toFixed(1)+'Z';
-    d+='M'+f.x(k.median).toFixed(1)+','+(y-h).toFixed(1)+'v'+(2*h).toFixed(1);
-    fl+='M'+f.x(k.floor).toFixed(1)+','+(y-h).toFixed(1)+'v'+(2*h).toFixed(1);
-    el(svg,'text',{x:L+4,y:y-h/2-2,'font-size':9},k.name);});
+    d+='M'+X(k.min).toFixed(1)+','+(y-h/2).toFixed(1)+'H'+Math.max(X(k.max),X(k.min)+1).toFixed(1)+'v'+h.toFixed(1)+'H'+X(k.min).toFixed(1)+'Z';
+    d+='M'+X(k.median).toFixed(1)+','+(y-h).toFixed(1)+'v'+(2*h).toFixed(1);
+    if(k.floor>0)fl+='M'+X(k.floor).toFixed(1)+','+(y-h).toFixed(1)+'v'+(2*h).toFixed(1);
+    el(svg,'text',{x:L-4,y:y+3,'text-anchor':'end','font-size':9},k.name.length>40?k.name.slice(0,39)+'…':k.name);});
   el(svg,'path',{d:d,'class':'data',fill:'#0969da',stroke:'#0a3069'});
   if(fl)el(svg,'path',{d:fl,'class':'floor',stroke:'#888','stroke-width':3});
 }
 var plots=document.querySelectorAll('svg[data-plot]');
-plots.forEach(function(svg){H=260;
+plots.forEach(function(svg){H=260;L=56;W=640;
   var k=svg.getAttribute('data-plot');
   if(k==='agreement')series(svg,D.agreement,'row','set agreement',true,0);
   else if(k==='floor-margins')histogram(svg,D.margins,'floor margin (score - floor) / |floor|');
-  else if(k==='kernel-latency')kernels(svg,D.kernels);
+  else if(k==='kernel-latency'){L=250;W=900;kernels(svg,D.kernels);}
   else if(k==='latency-context')series(svg,D.context,'context (max L)','median ms',false,0);
   svg.setAttribute('viewBox','0 0 '+W+' '+H);svg.setAttribute('width',W);svg.setAttribute('height',H);});
 document.body.setAttribute('data-plots','rendered');

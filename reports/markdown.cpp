@@ -1,4 +1,5 @@
 // report.md: what a reviewer reads in a CI step summary in under a minute.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -10,7 +11,8 @@ namespace dsa::reports {
 
 namespace {
 
-constexpr size_t kMaxListed = 20;  // failing cases listed; the rest are in report.json
+constexpr size_t kMaxListed = 20;       // failing cases listed; the rest are in report.json
+constexpr size_t kMaxKernelRows = 24;   // kernel rows; the rest are in report.html
 
 std::string upper(std::string s) {
   for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
@@ -76,14 +78,17 @@ void kernels(std::ostringstream& md, const Report& r) {
   bool any = false;
   for (const ImplRun& run : r.runs) any |= run.device != "cpu" && !run.kernels.empty();
   if (!any) return;
-  md << "### Kernels\n\n| implementation | kernel | layer | calls | median ms | min..max ms | floor ms | share of ceiling |\n"
+  md << "### Kernels\n\n| batch | kernel | layer | calls | median ms | min..max ms | floor ms | share of ceiling |\n"
         "|---|---|---|---|---|---|---|---|\n";
+  size_t rows = 0, total = 0;
   for (const ImplRun& run : r.runs)
     for (const KernelFigure& k : run.kernels)
-      if (run.device != "cpu")
-        md << "| " << run.impl << " | " << k.kernel << " | " << k.layer << " | " << k.calls << " | "
+      if (run.device != "cpu" && ++total <= kMaxKernelRows)
+        md << "| " << run.batch_id.substr(0, 8) << " | " << k.kernel << " | " << k.layer << " | " << k.calls << " | "
          << format_number(k.median_ms) << " | " << format_number(k.min_ms) << ".." << format_number(k.max_ms)
          << " | " << format_number(k.floor_ms) << " | " << format_number(100 * k.ceiling_share, 3) << "% |\n";
+  rows = std::min(total, kMaxKernelRows);
+  if (total > rows) md << "\n" << total - rows << " more kernel(s) in report.html and report.json.\n";
   md << "\n";
 }
 

@@ -20,12 +20,13 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option("--current", args->current, "report.json of the run under test")->required();
   cmd->add_option("--config", args->config,
                   "JSON thresholds: validity_min (1), max_floor_violations (0), agreement_margin (0.002), "
-                  "min_effect (0.03), allow_different_gpu (false)");
+                  "min_effect (0.03), min_abs_ms (0.0005), allow_different_gpu (false)");
   cmd->add_flag("--allow-different-gpu", args->allow_different_gpu,
                 "compare runs from different GPU models (correctness only; latencies are not judged)");
   cmd->footer(
       "Latency: a kernel is a regression only when its median moved more than min_effect AND the two runs'\n"
-      "min..max spreads do not overlap; a move inside the spreads is inconclusive, never faster or slower.\n"
+      "min..max spreads do not overlap; a higher median inside the spreads is inconclusive (never \"slower\"),\n"
+      "a lower one is not a regression (never \"faster\").\n"
       "Exit codes: 0 pass, 1 correctness failure, 2 performance regression, 3 inconclusive,\n"
       "4 invalid input or different GPU models.");
   cmd->callback([args] {

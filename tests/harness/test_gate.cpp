@@ -113,8 +113,26 @@ TEST_CASE("gate: a change inside the noise is inconclusive, never faster or slow
   INFO(gate_text(g));
   CHECK(g.exit_code == kExitInconclusive);
   CHECK(gate_text(g).find("inside the noise") != std::string::npos);
-  // Faster beyond the noise passes; faster inside it stays inconclusive.
+  // Faster beyond the noise passes; a lower median inside the noise is not a regression.
   CHECK(run_gate(base, with_kernels_scaled(base, 0.7), GateConfig{}).exit_code == kExitPass);
+  Report lower = base;
+  for (ImplRun& run : lower.runs)
+    for (KernelFigure& k : run.kernels) {
+      k.median_ms *= 0.95;
+      k.min_ms *= 0.8;
+    }
+  const GateResult l = run_gate(base, lower, GateConfig{});
+  CHECK(l.exit_code == kExitPass);
+  int not_regression = 0;
+  for (const GateFinding& f : l.findings) {
+    CHECK(f.detail.find("faster") == std::string::npos);
+    not_regression += f.detail.find("inside the noise of the two runs, not a regression") != std::string::npos;
+  }
+  CHECK(not_regression == 4);
+  // Changes below the timer's resolution are no change, whatever their share.
+  GateConfig coarse;
+  coarse.min_abs_ms = 1.0;
+  CHECK(run_gate(base, cur, coarse).exit_code == kExitPass);
 }
 
 TEST_CASE("gate: single-sample timings have no spread and are not judged") {
