@@ -218,6 +218,26 @@ void write_score_rows(h5::Writer& out, const std::string& path, Elem elem, int64
     if (!rows[r].empty()) out.write_row(ds, path, elem, int64_t(r), int64_t(rows[r].size()), rows[r].data());
 }
 
+// An int32 [R, cols] table of which only the rows done were computed: a sampled run writes just
+// those rows (runs of consecutive rows at a time); the others read back as `fill` and cost nothing.
+void write_done_rows(h5::Writer& out, const std::string& path, const std::vector<uint8_t>& rows_done, int64_t cols,
+                     const std::vector<int32_t>& table, int32_t fill) {
+  const int64_t rows = int64_t(rows_done.size());
+  if (std::all_of(rows_done.begin(), rows_done.end(), [](uint8_t d) { return d != 0; })) {
+    out.dataset(path, Elem::i32, {rows, cols}, table.data());
+    return;
+  }
+  const int64_t chunk_rows = std::max<int64_t>(1, kScoreChunkBytes / (cols * int64_t(sizeof(int32_t))));
+  h5::Handle ds = out.row_dataset(path, Elem::i32, rows, cols, chunk_rows, &fill);
+  for (int64_t r = 0; r < rows;) {
+    if (!rows_done[size_t(r)]) { ++r; continue; }
+    int64_t end = r;
+    while (end < rows && rows_done[size_t(end)]) ++end;
+    out.write_rows(ds, path, Elem::i32, r, end - r, cols, table.data() + r * cols);
+    r = end;
+  }
+}
+
 // `name`: the group name (the map key of Batch::outputs, or Results::name in result files).
 void write_output(h5::Writer& out, const Batch& b, const std::string& name, const Results& res) {
   const std::string g = "/outputs/" + name;
@@ -227,11 +247,11 @@ void write_output(h5::Writer& out, const Batch& b, const std::string& name, cons
   out.string_attr(g, "device", res.device);
   out.string_attr(g, "notes", res.notes);
   out.dataset(g + "/rows_done", Elem::u8, {r}, res.rows_done.data());
-  if (!res.blocks.empty()) out.dataset(g + "/blocks", Elem::i32, {r, kTopkBlocks}, res.blocks.data());
+  if (!res.blocks.empty()) write_done_rows(out, g + "/blocks", res.rows_done, kTopkBlocks, res.blocks, kBlockPad);
   for (const auto& [id, lr] : res.layers) {
     const std::string lg = g + "/" + to_string(id);
     out.group(lg);
-    if (!lr.positions.empty()) out.dataset(lg + "/positions", Elem::i32, {r, k}, lr.positions.data());
+    if (!lr.positions.empty()) write_done_rows(out, lg + "/positions", res.rows_done, k, lr.positions, kPositionPad);
     if (!lr.tail_positions.empty())
       out.dataset(lg + "/tail_positions", Elem::i32, {int64_t(lr.tail_positions.size()) / k, k}, lr.tail_positions.data());
     if (!lr.dense_scores.empty())
@@ -262,7 +282,7 @@ void write_core(h5::Writer& out, const Batch& b) {
   out.group("/rows");
   out.dataset("/rows/compress_len", Elem::i32, {r}, b.compress_len.data());
   out.group("/index_k");
-  out.dataset("/index_k/pool", Elem::u8, {b.pages, int64_t(b.page_size) * kSlotBytes}, b.pool.data());
+  out.dataset("/index_k/pool", Elem::u8, {b.pages, int64_t(b.page_size) * kSlotBytes}, b.pool.data(), /*compress=*/false);
   out.group("/layers");
   std::vector<const Layer*> layers;
   for (const Layer& l : b.layers) layers.push_back(&l);
@@ -271,7 +291,7 @@ void write_core(h5::Writer& out, const Batch& b) {
     const std::string g = "/layers/" + to_string(l->id);
     out.group(g);
     out.string_attr(g, "role", role_name(l->role));
-    out.dataset(g + "/q", Elem::u8, {r, kHeads, kPackedDim}, l->q.data());
+    out.dataset(g + "/q", Elem::u8, {r, kHeads, kPackedDim}, l->q.data(), /*compress=*/false);
     out.dataset(g + "/q_scale", Elem::u8, {r, kHeads, kScaleGroups}, l->q_scale.data());
     out.dataset(g + "/weights", Elem::f32, {r, kHeads}, l->weights.data());
   }

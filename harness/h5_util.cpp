@@ -302,7 +302,8 @@ void Writer::string_attr(const std::string& object, const std::string& name, con
     fail("HDF5 could not write attribute " + name + " of " + object);
 }
 
-Handle Writer::create(const std::string& path, Elem elem, const std::vector<int64_t>& dims, int64_t chunk_rows) {
+Handle Writer::create(const std::string& path, Elem elem, const std::vector<int64_t>& dims, int64_t chunk_rows,
+                      const int32_t* fill, bool compress) {
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple(int(hd.size()), hd.data(), nullptr), H5Sclose);
   Handle dcpl = plist(H5P_DATASET_CREATE);
@@ -312,8 +313,9 @@ Handle Writer::create(const std::string& path, Elem elem, const std::vector<int6
     std::vector<hsize_t> chunk = hd;
     chunk[0] = hsize_t(std::clamp<int64_t>(chunk_rows, 1, dims[0]));
     H5Pset_chunk(dcpl.get(), int(chunk.size()), chunk.data());
-    if (elem_size(elem) > 1) H5Pset_shuffle(dcpl.get());
-    H5Pset_deflate(dcpl.get(), kDeflateLevel);
+    if (compress && elem_size(elem) > 1) H5Pset_shuffle(dcpl.get());
+    if (compress) H5Pset_deflate(dcpl.get(), kDeflateLevel);
+    if (fill && elem == Elem::i32) H5Pset_fill_value(dcpl.get(), H5T_NATIVE_INT32, fill);
   }
   Handle ds(H5Dcreate2(fid_.get(), path.c_str(), file_type(elem), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
             H5Dclose);
@@ -321,30 +323,38 @@ Handle Writer::create(const std::string& path, Elem elem, const std::vector<int6
   return ds;
 }
 
-void Writer::dataset(const std::string& path, Elem elem, const std::vector<int64_t>& dims, const void* data) {
+void Writer::dataset(const std::string& path, Elem elem, const std::vector<int64_t>& dims, const void* data,
+                     bool compress) {
   int64_t row_bytes = int64_t(elem_size(elem)), total = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i > 0) row_bytes *= dims[i];
     total *= dims[i];
   }
-  Handle ds = create(path, elem, dims, std::max<int64_t>(1, kChunkBytes / std::max<int64_t>(1, row_bytes)));
+  Handle ds = create(path, elem, dims, std::max<int64_t>(1, kChunkBytes / std::max<int64_t>(1, row_bytes)), nullptr,
+                     compress);
   if (total > 0 && H5Dwrite(ds.get(), mem_type(elem), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
     fail("HDF5 could not write dataset " + path);
 }
 
-Handle Writer::row_dataset(const std::string& path, Elem elem, int64_t rows, int64_t cols, int64_t chunk_rows) {
-  return create(path, elem, {rows, cols}, chunk_rows);
+Handle Writer::row_dataset(const std::string& path, Elem elem, int64_t rows, int64_t cols, int64_t chunk_rows,
+                           const int32_t* fill, bool compress) {
+  return create(path, elem, {rows, cols}, chunk_rows, fill);
 }
 
 void Writer::write_row(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t cols,
                        const void* data) {
-  if (cols == 0) return;
+  write_rows(ds, path, elem, row, 1, cols, data);
+}
+
+void Writer::write_rows(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t count_rows,
+                        int64_t cols, const void* data) {
+  if (cols == 0 || count_rows == 0) return;
   Handle space(H5Dget_space(ds.get()), H5Sclose);
-  const hsize_t start[2] = {hsize_t(row), 0}, count[2] = {1, hsize_t(cols)};
+  const hsize_t start[2] = {hsize_t(row), 0}, count[2] = {hsize_t(count_rows), hsize_t(cols)};
   Handle mem(H5Screate_simple(2, count, nullptr), H5Sclose);
   if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
       H5Dwrite(ds.get(), mem_type(elem), mem.get(), space.get(), H5P_DEFAULT, data) < 0)
-    fail("HDF5 could not write row " + std::to_string(row) + " of " + path);
+    fail("HDF5 could not write rows " + std::to_string(row) + ".." + std::to_string(row + count_rows - 1) + " of " + path);
 }
 
 }  // namespace dsa::h5

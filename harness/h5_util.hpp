@@ -81,14 +81,24 @@ class Writer {
   void int_attr(const std::string& object, const std::string& name, int64_t value);
   void string_attr(const std::string& object, const std::string& name, const std::string& value);
   // A whole dataset; dims[0] rows, chunked by about 1 MiB of rows.
-  void dataset(const std::string& path, Elem elem, const std::vector<int64_t>& dims, const void* data);
+  // `compress` false: stored chunked but not deflated (payloads that barely compress: packed
+  // fp4 q and the key pool), which makes reading a large batch several times cheaper.
+  void dataset(const std::string& path, Elem elem, const std::vector<int64_t>& dims, const void* data,
+               bool compress = true);
   // An empty 2-D dataset chunked by `chunk_rows` rows, to be filled row by row with write_row.
-  Handle row_dataset(const std::string& path, Elem elem, int64_t rows, int64_t cols, int64_t chunk_rows);
+  // `fill` (i32 datasets only, may be null): what unwritten rows read back as, so rows that were
+  // never computed cost neither time nor space.
+  Handle row_dataset(const std::string& path, Elem elem, int64_t rows, int64_t cols, int64_t chunk_rows,
+                     const int32_t* fill = nullptr, bool compress = true);
   void write_row(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t cols, const void* data);
+  // Rows [row, row + count) of a full-width row dataset.
+  void write_rows(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t count, int64_t cols,
+                  const void* data);
 
  private:
   [[noreturn]] void fail(const std::string& what) const;
-  Handle create(const std::string& path, Elem elem, const std::vector<int64_t>& dims, int64_t chunk_rows);
+  Handle create(const std::string& path, Elem elem, const std::vector<int64_t>& dims, int64_t chunk_rows,
+                const int32_t* fill = nullptr, bool compress = true);
   std::string path_, tmp_;
   Handle fid_;
   bool committed_ = false;
