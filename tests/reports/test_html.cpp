@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <regex>
 
+#include "harness/core/exit_codes.hpp"
+#include "harness/replay.hpp"
 #include "reports/printers.hpp"
 #include "tests/catch.hpp"
 #include "tests/reports/sample_report.hpp"
@@ -124,4 +126,27 @@ TEST_CASE("html: without timings the latency plot says so instead of drawing not
   CHECK(data_paths(latency) == 0);
   CHECK(latency.find("no kernel timings") != std::string::npos);
   CHECK(data_paths(plot_svg(dom, "agreement")) == 4);
+}
+
+TEST_CASE("html: the report of a real replay renders its agreement and floor-margin plots") {
+  if (!have_chromium()) {
+    WARN("SKIP: " << kChromium << " not found; the HTML is not rendered");
+    return;
+  }
+  const fs::path out = fs::temp_directory_path() / ("dsa-html-replay-" + std::to_string(::getpid()));
+  ReplayOptions o;
+  o.inputs = {std::string(DSA_FIXTURES_DIR) + "/smoke.h5"};
+  o.impls = {"reference-sparse", "reference-mask"};
+  o.rows = "6";
+  o.out_dir = out.string();
+  o.progress = nullptr;
+  o.shard = Shard{};
+  const Report report = run_replay(o);
+  REQUIRE(report.exit_code == kExitPass);
+  const std::string dom = rendered_dom(reports::to_html(report), "replay");
+  fs::remove_all(out);
+  CHECK(dom.find("data-plots=\"rendered\"") != std::string::npos);
+  CHECK(data_paths(plot_svg(dom, "agreement")) >= 2);
+  CHECK(data_paths(plot_svg(dom, "floor-margins")) == 1);
+  CHECK(data_paths(plot_svg(dom, "kernel-latency")) == 1);  // the references' stage timings
 }
