@@ -28,6 +28,7 @@
 #include "reference/scores.hpp"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
+#include "tests/harness/batch_equal.hpp"
 
 namespace {
 
@@ -43,30 +44,6 @@ Batch make(const std::string& preset, uint64_t seed = 1) {
   return dsa::generate_batch(o);
 }
 
-void require_same(const Batch& a, const Batch& b) {
-  REQUIRE(a.topk == b.topk);
-  REQUIRE(a.page_size == b.page_size);
-  REQUIRE(a.compress_ratio == b.compress_ratio);
-  REQUIRE(a.source_layer == b.source_layer);
-  REQUIRE(a.origin == b.origin);
-  REQUIRE(a.description == b.description);
-  REQUIRE(a.num_rows == b.num_rows);
-  REQUIRE(a.compressed_len == b.compressed_len);
-  REQUIRE(a.table_width == b.table_width);
-  REQUIRE(a.page_table == b.page_table);
-  REQUIRE(a.tail_rows == b.tail_rows);
-  REQUIRE(a.compress_len == b.compress_len);
-  REQUIRE(a.pages == b.pages);
-  REQUIRE(a.pool == b.pool);
-  REQUIRE(a.layers.size() == b.layers.size());
-  for (size_t i = 0; i < a.layers.size(); ++i) {
-    REQUIRE(a.layers[i].id == b.layers[i].id);
-    REQUIRE(a.layers[i].role == b.layers[i].role);
-    REQUIRE(a.layers[i].q == b.layers[i].q);
-    REQUIRE(a.layers[i].q_scale == b.layers[i].q_scale);
-    REQUIRE(a.layers[i].weights == b.layers[i].weights);
-  }
-}
 
 std::vector<int> layer_ids(const Batch& b) {
   std::vector<int> ids;
@@ -125,7 +102,7 @@ double overlap(const std::vector<int32_t>& picked, const std::vector<int32_t>& r
 TEST_CASE("generate: the same preset and seed give the same batch, field by field", "[generate]") {
   for (const std::string& preset : {"smoke", "edge", "edge-r2"}) {
     INFO(preset);
-    require_same(make(preset, 7), make(preset, 7));
+    dsa::test::require_same_inputs(make(preset, 7), make(preset, 7));
   }
 }
 
@@ -137,7 +114,7 @@ TEST_CASE("generate: the batch does not depend on the thread count", "[generate]
   omp_set_num_threads(std::max(2, threads));
   const Batch many = make("smoke", 3);
   omp_set_num_threads(threads);
-  require_same(one, many);
+  dsa::test::require_same_inputs(one, many);
 }
 #endif
 
@@ -161,7 +138,7 @@ TEST_CASE("generate: files are byte-identical and content IDs equal; round trip"
   REQUIRE(file_bytes(p1) == file_bytes(p2));
   REQUIRE(file_bytes(p1).size() > 0);
   const Batch back = dsa::read_batch(p1);
-  require_same(a, back);
+  dsa::test::require_same_inputs(a, back);
   REQUIRE(dsa::content_id(back) == dsa::content_id(a));
   REQUIRE(dsa::content_id(make("edge", 6)) != dsa::content_id(a));
   std::filesystem::remove(p1);
