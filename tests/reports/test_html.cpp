@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <regex>
 
 #include "harness/core/exit_codes.hpp"
@@ -69,6 +70,15 @@ int data_paths(const std::string& svg) {
 
 bool have_chromium() { return ::access(kChromium, X_OK) == 0; }
 
+// Without Chromium the rendering checks cannot run. Off CI that is a visible warning; on CI
+// (.ci/run installs chromium and sets CI=true) a missing browser is a failure, never a pass.
+bool chromium_or_skip() {
+  if (have_chromium()) return true;
+  if (std::getenv("CI")) FAIL(kChromium << " not found on CI: the HTML plots were not rendered");
+  WARN("SKIP: " << kChromium << " not found (apt-get install chromium); the HTML is not rendered");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("html: self-contained, no external resources") {
@@ -94,10 +104,7 @@ TEST_CASE("html: a case id with markup is escaped, and embedded data cannot clos
 }
 
 TEST_CASE("html: plots render in headless Chromium") {
-  if (!have_chromium()) {
-    WARN("SKIP: " << kChromium << " not found (apt-get install chromium); the HTML is not rendered");
-    return;
-  }
+  if (!chromium_or_skip()) return;
   const std::string dom = rendered_dom(reports::to_html(test::sample_report()), "full");
   REQUIRE(!dom.empty());
   CHECK(dom.find("data-plots=\"rendered\"") != std::string::npos);  // the script ran to its end
@@ -113,10 +120,7 @@ TEST_CASE("html: plots render in headless Chromium") {
 }
 
 TEST_CASE("html: without timings the latency plot says so instead of drawing nothing silently") {
-  if (!have_chromium()) {
-    WARN("SKIP: " << kChromium << " not found; the HTML is not rendered");
-    return;
-  }
+  if (!chromium_or_skip()) return;
   Report r = test::sample_report();
   for (ImplRun& run : r.runs) run.kernels.clear();
   const std::string dom = rendered_dom(reports::to_html(r), "cpu");
@@ -129,10 +133,7 @@ TEST_CASE("html: without timings the latency plot says so instead of drawing not
 }
 
 TEST_CASE("html: the report of a real replay renders its agreement and floor-margin plots") {
-  if (!have_chromium()) {
-    WARN("SKIP: " << kChromium << " not found; the HTML is not rendered");
-    return;
-  }
+  if (!chromium_or_skip()) return;
   const fs::path out = fs::temp_directory_path() / ("dsa-html-replay-" + std::to_string(::getpid()));
   ReplayOptions o;
   o.inputs = {std::string(DSA_FIXTURES_DIR) + "/smoke.h5"};
