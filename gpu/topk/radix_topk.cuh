@@ -54,20 +54,53 @@ __global__ void __launch_bounds__(kTopkThreads) radix_topk_kernel(Src src, Map m
       const uint32_t key = src.key(row, i);
       const bool match = (key & mask) == prefix;
       const int bin = int((key >> shift) & 255u);
-      // Warp-aggregated increments: most keys of a pass share few bins.
-      const unsigned active = __activemask();
-      const unsigned peers = __match_any_sync(active, match ? bin : -1);
-      if (match && (__ffs(peers) - 1) == (tid & 31)) atomicAdd(&hist[bin], __popc(peers));
+      // Warp-aggregated increments: most keys of a pass share few bins. Only the matching
+      // lanes take part (after the first pass most warps hold none and skip the match).
+      const unsigned matching = __ballot_sync(__activemask(), match);
+      if (match) {
+        const unsigned peers = __match_any_sync(matching, bin);
+        if ((__ffs(peers) - 1) == (tid & 31)) atomicAdd(&hist[bin], __popc(peers));
+      }
     }
     __syncthreads();
-    if (tid == 0) {
-      int cum = 0, b = 255;
-      for (; b > 0; --b) {
-        if (cum + hist[b] >= remaining) break;
-        cum += hist[b];
+    if (tid < 32) {
+      // Digit search in warp 0: the largest bin b whose count from b up reaches `remaining`
+      // (bin 0 when none above does). Lane l holds bins 255-8l down to 248-8l; a warp prefix
+      // over the lanes' sums finds the lane, a walk over its 8 bins the bin.
+      const int lane = tid, top = 255 - 8 * lane;
+      int local[8], lane_sum = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        local[j] = hist[top - j];
+        lane_sum += local[j];
       }
-      sh_prefix = prefix | (uint32_t(b) << shift);
-      sh_remaining = remaining - cum;
+      int incl = lane_sum;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      // Bin 0 never counts as "reached" here: like the serial search, it is the fallback.
+      const bool reach = lane < 31 ? incl >= remaining : incl - local[7] >= remaining;
+      const unsigned ballot = __ballot_sync(0xFFFFFFFFu, reach);
+      const int owner = ballot ? __ffs(ballot) - 1 : 31;
+      if (lane == owner) {
+        int cum = incl - lane_sum, b = 0;
+        bool found = false;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (!found && top - j > 0) {
+            if (cum + local[j] >= remaining) {
+              b = top - j;
+              found = true;
+            } else {
+              cum += local[j];
+            }
+          }
+        }
+        sh_prefix = prefix | (uint32_t(b) << shift);
+        sh_remaining = remaining - cum;
+      }
     }
     __syncthreads();
     prefix = sh_prefix;
