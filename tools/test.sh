@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
+source tools/cuda-path.sh
 cmake --preset default >/dev/null
 cmake --build --preset default
 ctest --preset default "$@"
