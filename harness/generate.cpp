@@ -32,6 +32,13 @@ void reject(const GenerateOptions& o, bool given, const std::string& option) {
   if (given) bad_option(o, option, "does not apply to this preset (its layout is constructed case by case)");
 }
 
+// Presets whose layout is built case by case take no size overrides.
+void reject_size_overrides(const GenerateOptions& o) {
+  reject(o, o.requests != -1, "--requests");
+  reject(o, o.rows_per_request != -1, "--rows-per-request");
+  reject(o, o.context != -1, "--context");
+}
+
 int positive_or(const GenerateOptions& o, int value, int fallback, const std::string& option, int min_value) {
   if (value == -1) return fallback;
   if (value < min_value)
@@ -113,9 +120,7 @@ BatchSpec smoke(const GenerateOptions& o) {
 
 // ---- edge: every edge case of semantics.md, each in a request built for it.
 BatchSpec edge(const GenerateOptions& o) {
-  reject(o, o.requests != -1, "--requests");
-  reject(o, o.rows_per_request != -1, "--rows-per-request");
-  reject(o, o.context != -1, "--context");
+  reject_size_overrides(o);
   BatchSpec spec = base_spec(o, 1);
   spec.source_layer = kSource;
   spec.with_tails = true;
@@ -147,9 +152,7 @@ BatchSpec edge(const GenerateOptions& o) {
 
 // ---- edge-r2: plain layers at compress ratio 2 with their own keys and page tables.
 BatchSpec edge_r2(const GenerateOptions& o) {
-  reject(o, o.requests != -1, "--requests");
-  reject(o, o.rows_per_request != -1, "--rows-per-request");
-  reject(o, o.context != -1, "--context");
+  reject_size_overrides(o);
   BatchSpec spec = base_spec(o, 2);
   spec.source_layer = -1;
   spec.with_tails = false;
