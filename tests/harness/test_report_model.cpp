@@ -47,12 +47,7 @@ TEST_CASE("report model: verdicts and exit codes") {
   CHECK(failing.cases[1].message.find("row 17 slot 3") != std::string::npos);
 
   Report not_run = test::sample_report();
-  ImplRun missing;
-  missing.batch_id = "aaaaaaaaaaaaaaaa";
-  missing.impl = "gpu-mask";
-  missing.status = Disposition::not_supported;
-  missing.reason = "no CUDA";
-  not_run.runs.push_back(missing);
+  not_run.runs.push_back(test::unsupported_run("no CUDA"));
   finalize_report(not_run);
   CHECK(not_run.exit_code == kExitPass);  // offered by default: "not run" leaves the code alone
   for (ImplRun& run : not_run.runs) run.named |= run.impl == "gpu-mask";

@@ -57,6 +57,16 @@ inline ImplRun sample_run(const std::string& batch, const std::string& impl, dou
   return run;
 }
 
+// gpu-mask on a machine that cannot run it: reported "not supported", with its reason.
+inline ImplRun unsupported_run(const std::string& reason) {
+  ImplRun run;
+  run.batch_id = "aaaaaaaaaaaaaaaa";
+  run.impl = "gpu-mask";
+  run.status = Disposition::not_supported;
+  run.reason = reason;
+  return run;
+}
+
 inline CaseResult sample_case(const std::string& batch, const std::string& impl, const std::string& layer,
                               uint64_t& seed, bool failing) {
   CaseResult c;

@@ -31,12 +31,7 @@ TEST_CASE("markdown: verdict first, failing cases with their rerun command") {
 
 TEST_CASE("junit: one testcase per batch x implementation x layer, failures carry the metric") {
   Report r = test::sample_report(1.0, true);
-  ImplRun skipped;
-  skipped.batch_id = "aaaaaaaaaaaaaaaa";
-  skipped.impl = "gpu-mask";
-  skipped.status = Disposition::not_supported;
-  skipped.reason = "no CUDA <device>";
-  r.runs.push_back(skipped);
+  r.runs.push_back(test::unsupported_run("no CUDA <device>"));
   finalize_report(r);
   const std::string x = reports::to_junit(r);
   CHECK(x.find("<?xml version=\"1.0\" encoding=\"UTF-8\"?>") == 0);
