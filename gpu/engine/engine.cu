@@ -226,6 +226,12 @@ void GpuEngine::upload_keys(const Batch& batch) {
   launch_key_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   time("key_prep", nullptr, 0, double(ncols_) * (68 + 2 * 128 + 8), [&] { launch_key_prep(a); });
+  if (path_ == Path::sparse) {
+    kfrag_.resize(cols * 128);
+    launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get());
+    DSA_CUDA_CHECK(cudaDeviceSynchronize());
+    time("key_frags", nullptr, 0, double(cols) * 256, [&] { launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get()); });
+  }
 }
 
 void GpuEngine::prep_query(const Layer& layer) {
@@ -381,7 +387,8 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
     picks.resize(size_t(std::max(n, 1)) * k);
     SparseLogitsArgs a{pool_.get(), batch.page_size, table_.get(), batch.table_width, qs_.get(), qr_.get(),
                        qexp_.get(), qscale_.get(), row_fast_.get(), weights_.get(), sel_len_.get(),
-                       sel_req_.get(), rows, blocks, valid, n, scores.get()};
+                       sel_req_.get(), sel_kcol_.get(), kfrag_.get(), kscale_.get(), rows, blocks, valid, n,
+                       scores.get()};
     scores.fill_bytes(kPoisonByteFloat, size_t(n) * kCandidateWidth);
     launch_sparse_logits(a);
     DSA_CUDA_CHECK(cudaDeviceSynchronize());

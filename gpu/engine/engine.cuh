@@ -69,6 +69,7 @@ class GpuEngine : public Implementation {
   DeviceBuffer<int32_t> table_;
   int64_t ncols_ = 0;
   DeviceBuffer<int8_t> ks_, kr_;
+  DeviceBuffer<int8_t> kfrag_;  // gpu-sparse: ks_ re-laid as per-lane mma fragments
   DeviceBuffer<uint32_t> kexp_;
   DeviceBuffer<float> kscale_;
 
