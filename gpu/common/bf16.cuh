@@ -66,11 +66,13 @@ __device__ __forceinline__ float soft_bf16_sum(float x, float y) {
 }
 
 // bf16(a*w + c) with one rounding (a, w, c bf16 values). a*w has a 16-bit significand, exact in
-// fp32 unless it is tiny (below 2^-100, or flushed to zero: then the double path, which keeps
-// the sign of a nonzero product that rounds to zero, -0 as IEEE and the reference give it).
+// fp32 unless it is tiny or huge: below 2^-100 (or flushed to zero) or above 2^100 (or
+// overflowed) the exact double path runs. It keeps the sign of a nonzero product that rounds to
+// zero (-0, as IEEE and the CPU reference give it) and a finite result of a product that
+// overflows fp32 but cancels against c.
 __device__ __forceinline__ float soft_bf16_fma(float a, float w, float c) {
   const float p = __fmul_rn(a, w);
-  if (fabsf(p) < 0x1p-100f && a != 0.0f && w != 0.0f)
+  if ((fabsf(p) < 0x1p-100f || fabsf(p) > 0x1p100f) && a != 0.0f && w != 0.0f)
     return soft_bf16_add_exact(__dmul_rn(double(a), double(w)), double(c));
   return soft_bf16_sum(p, c);
 }

@@ -151,26 +151,82 @@ __device__ __forceinline__ void head_scores_generic(const QueryFrags& q, const i
   }
 }
 
-// Exact fp32 head scores s[i][par] (head head_of(g, i), position 2t + par) for 8 positions
-// staged in shared memory: ks_smem rows of kKeyStride bytes (shifted values), kscale[n]
-// (0 = not fast). Raw keys for the generic path as in head_scores_generic.
-__device__ __forceinline__ void head_scores(const QueryFrags& q, const int8_t* ks_smem, const float* kscale,
-                                            const int8_t* kraw, int kraw_stride, const uint32_t* kexp,
-                                            float (&s)[4][2]) {
+// ---- the split route: two accumulators, no int->float conversion ----
+// Query heads whose groups 0-2 span at most 3 binades are stored "split" by the query prep:
+// groups 0-2 shifted to their own minimum exponent m012 (|v| <= 96), group 3 raw. The k-steps of
+// groups 0-2 then chain into one accumulator A, group 3 goes to B, and with base = Eq_min,
+//   S = A * 2^(m012 - base) + B * 2^(E3 - base)            (two IMAD, exact)
+// For 0 <= S < 2^23 the float with the bits of 2^23 + S is exactly 2^23 + S, so
+//   S * 2^(base-128) = fma(float_bits(2^23 + S), sq, -2^23 * sq)   exactly (sq = 2^(base-128)),
+// and one multiply by the key's 2^(Ek_min-128) is the single fp32 rounding of the exact score.
+// A negative S gives a negative result (relu makes it 0 either way). The query prep admits a row
+// only when every head's bound on |S| (its actual q magnitudes times the largest key value 96)
+// stays below 2^23.
+// The split operands of a query row in QueryFrags' registers: a = qsplit fragments,
+// mul[i][0] = mA and mul[i][1] = mB of head_of(g, i). qsplit: [32][128] of one row; qmul: [32]
+// {mA, mB}; qscale: [32].
+__device__ __forceinline__ void load_query_split(QueryFrags& q, const int8_t* qsplit, const int2* qmul,
+                                                 const float* qscale) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const float sk0 = kscale[2 * t], sk1 = kscale[2 * t + 1];
-  const bool fast = __all_sync(0xFFFFFFFFu, q.fast && sk0 != 0.0f && sk1 != 0.0f);
-  if (!fast) {
-    head_scores_generic(q, kraw, kraw_stride, kexp, s);
-    return;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const int8_t* r0 = qsplit + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
+      const int8_t* r1 = qsplit + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
+      q.a[mt][ks][0] = *reinterpret_cast<const uint32_t*>(r0);
+      q.a[mt][ks][1] = *reinterpret_cast<const uint32_t*>(r1);
+      q.a[mt][ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
+      q.a[mt][ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 16);
+    }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int h = head_of(g, i);
+    const int2 m = qmul[h];
+    q.mul[i][0] = m.x;
+    q.mul[i][1] = m.y;
+    q.mul[i][2] = q.mul[i][3] = 0;
+    q.sq[i] = qscale[h];
+    q.eq[i] = 0;
   }
-  uint32_t b[4][2];
+  q.fast = true;
+}
+
+// B fragments of 8 staged keys (rows of kKeyStride bytes): key g, dims 4t.. of each half-group.
+__device__ __forceinline__ void load_b_frags(uint32_t (&b)[4][2], const int8_t* ks_smem) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     const int8_t* kb = ks_smem + g * kKeyStride + ks * 32 + 4 * t;
     b[ks][0] = *reinterpret_cast<const uint32_t*>(kb);
     b[ks][1] = *reinterpret_cast<const uint32_t*>(kb + 16);
   }
+}
+
+// Exact fp32 head scores s[i][par] (head head_of(g, i), position 2t + par) on the split route;
+// sk0, sk1: the key scales of positions 2t and 2t+1 (all fast).
+__device__ __forceinline__ void head_scores_split(const QueryFrags& q, const uint32_t (&b)[4][2], float sk0,
+                                                  float sk1, float (&s)[4][2]) {
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int ks = 0; ks < 3; ++ks) mma_s8(ca, q.a[mt][ks], b[ks][0], b[ks][1]);
+    mma_s8(cb, q.a[mt][3], b[3][0], b[3][1]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = 2 * mt + (e >> 1);
+      const int total = ca[e] * q.mul[i][0] + (cb[e] * q.mul[i][1] + 0x4B000000);  // bits of 2^23 + S
+      s[i][e & 1] = __fmul_rn(__fmaf_rn(__int_as_float(total), q.sq[i], -0x1p23f * q.sq[i]), (e & 1) ? sk1 : sk0);
+    }
+  }
+}
+
+// Fast-path head scores (query row and all 8 keys fast): four accumulators, the integer
+// multipliers of the query's groups, one int -> fp32 rounding, exact power-of-two scalings.
+// b: the keys' shifted B fragments; sk0, sk1: the key scales of positions 2t and 2t+1.
+__device__ __forceinline__ void head_scores_fast4(const QueryFrags& q, const uint32_t (&b)[4][2], float sk0,
+                                                  float sk1, float (&s)[4][2]) {
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     int c[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
@@ -185,6 +241,24 @@ __device__ __forceinline__ void head_scores(const QueryFrags& q, const int8_t* k
       s[i][r & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), q.sq[i]), (r & 1) ? sk1 : sk0);
     }
   }
+}
+
+// Exact fp32 head scores s[i][par] (head head_of(g, i), position 2t + par) for 8 positions
+// staged in shared memory: ks_smem rows of kKeyStride bytes (shifted values), kscale[n]
+// (0 = not fast). Raw keys for the generic path as in head_scores_generic.
+__device__ __forceinline__ void head_scores(const QueryFrags& q, const int8_t* ks_smem, const float* kscale,
+                                            const int8_t* kraw, int kraw_stride, const uint32_t* kexp,
+                                            float (&s)[4][2]) {
+  const int t = threadIdx.x & 3;
+  const float sk0 = kscale[2 * t], sk1 = kscale[2 * t + 1];
+  const bool fast = __all_sync(0xFFFFFFFFu, q.fast && sk0 != 0.0f && sk1 != 0.0f);
+  if (!fast) {
+    head_scores_generic(q, kraw, kraw_stride, kexp, s);
+    return;
+  }
+  uint32_t b[4][2];
+  load_b_frags(b, ks_smem);
+  head_scores_fast4(q, b, sk0, sk1, s);
 }
 
 // Pairs threads g and g^1: afterwards thread g owns position 2t + (g&1) with the 8 values of

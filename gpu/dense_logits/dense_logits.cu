@@ -26,9 +26,51 @@ __device__ __forceinline__ float dense_epilogue(const float (&s)[4][2], const fl
   return __fadd_rn(t, __shfl_xor_sync(0xFFFFFFFFu, t, 8));               // (a0+a2)+(a1+a3)
 }
 
-__global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
-  __shared__ __align__(16) int8_t ksm[kTileP * kKeyStride];
-  __shared__ float kss[kTileP];
+// Keys of one step: kTileP positions staged by the whole block (shared by its rows).
+struct KeyStage {
+  int8_t ks[kTileP * kKeyStride];
+  float scale[kTileP];
+};
+
+__device__ __forceinline__ void stage_keys(KeyStage& st, const DenseLogitsArgs& a, int64_t kcol, int pt, int p1) {
+  for (int i = threadIdx.x; i < kTileP * 8; i += blockDim.x) {
+    const int pos = i >> 3, part = i & 7;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (pt + pos < p1) v = *reinterpret_cast<const uint4*>(a.ks + (kcol + pt + pos) * 128 + part * 16);
+    *reinterpret_cast<uint4*>(st.ks + pos * kKeyStride + part * 16) = v;
+  }
+  // Positions past p1 read no raw keys: the staged scale 1.0 keeps them on the fast path unless
+  // a real position of the tile needs the generic one; then clamp to valid columns.
+  if (threadIdx.x < kTileP) {
+    const int pos = pt + threadIdx.x;
+    st.scale[threadIdx.x] = pos < p1 ? a.kscale[kcol + pos] : 1.0f;
+  }
+}
+
+// An 8-position tile off the fast path (a key, or the whole row): the generic route with the
+// row's raw operands, reloaded (rare, and kept out of the hot loop's registers).
+__device__ __noinline__ void tile_generic(const DenseLogitsArgs& a, int row, const KeyStage& st, int nt, int64_t kcol,
+                                          int pb, int L, float* out) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  QueryFrags q;
+  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
+             a.row_fast[row]);
+  float wl[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
+  float s[4][2];
+  head_scores(q, st.ks + nt * 8 * kKeyStride, st.scale + nt * 8, a.kr + (kcol + pb) * 128, 128, a.kexp + kcol + pb, s);
+  const float score = dense_epilogue(s, wl);
+  const int p = pb + 2 * t + g;
+  if (lane < 8 && p < L) out[p] = score;
+}
+
+// One block: up to 8 rows of one request (a warp each) x kChunkP positions, keys staged once per
+// step for all of them. Each row takes fp4_mma.cuh's split route when the query prep admitted
+// it (nearly all rows), else four accumulators with integer multipliers or the generic route.
+template <int kMinBlocks>
+__global__ void __launch_bounds__(256, kMinBlocks) dense_logits_kernel(DenseLogitsArgs a) {
+  __shared__ __align__(16) KeyStage st;
   const int tile = blockIdx.y;
   const int first = a.tile_first[tile], count = a.tile_count[tile];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -41,10 +83,14 @@ __global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
   const bool active = warp < count;
   const int row = first + (active ? warp : 0);
   const int L = active ? a.sel_len[row] : 0;
+  const bool split = a.row_split[row] != 0;
 
   QueryFrags q;
-  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
-             a.row_fast[row]);
+  if (split)
+    load_query_split(q, a.qsplit + int64_t(row) * 4096, a.qmul + int64_t(row) * 32, a.qscale + int64_t(row) * 32);
+  else
+    load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
+               a.row_fast[row]);
   float wl[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
@@ -52,26 +98,24 @@ __global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
 
   for (int pt = p0; pt < p1; pt += kTileP) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kTileP * 8; i += blockDim.x) {
-      const int pos = i >> 3, part = i & 7;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (pt + pos < p1) v = *reinterpret_cast<const uint4*>(a.ks + (kcol + pt + pos) * 128 + part * 16);
-      *reinterpret_cast<uint4*>(ksm + pos * kKeyStride + part * 16) = v;
-    }
-    if (threadIdx.x < kTileP) {
-      const int pos = pt + threadIdx.x;
-      kss[threadIdx.x] = pos < p1 ? a.kscale[kcol + pos] : 1.0f;
-    }
+    stage_keys(st, a, kcol, pt, p1);
     __syncthreads();
     if (!active) continue;
     for (int nt = 0; nt < kTileP / 8; ++nt) {
       const int pb = pt + nt * 8;
       if (pb >= L) break;
+      const float sk0 = st.scale[nt * 8 + 2 * t], sk1 = st.scale[nt * 8 + 2 * t + 1];
+      if (!__all_sync(0xFFFFFFFFu, q.fast && sk0 != 0.0f && sk1 != 0.0f)) {
+        tile_generic(a, row, st, nt, kcol, pb, L, out);
+        continue;
+      }
+      uint32_t b[4][2];
+      load_b_frags(b, st.ks + nt * 8 * kKeyStride);
       float s[4][2];
-      // Positions past p1 read no raw keys: the staged scale 1.0 keeps them on the fast path
-      // unless a real position of the tile needs the generic one; then clamp to valid columns.
-      head_scores(q, ksm + nt * 8 * kKeyStride, kss + nt * 8, a.kr + (kcol + pb) * 128, 128,
-                  a.kexp + kcol + pb, s);
+      if (split)
+        head_scores_split(q, b, sk0, sk1, s);
+      else
+        head_scores_fast4(q, b, sk0, sk1, s);
       const float score = dense_epilogue(s, wl);
       const int p = pb + 2 * t + g;
       if (lane < 8 && p < L) out[p] = score;
@@ -84,7 +128,9 @@ __global__ void __launch_bounds__(256) dense_logits_kernel(DenseLogitsArgs a) {
 void launch_dense_logits(const DenseLogitsArgs& a) {
   if (a.ntiles == 0 || a.max_len == 0) return;
   dim3 grid((a.max_len + kChunkP - 1) / kChunkP, a.ntiles);
-  dense_logits_kernel<<<grid, 256>>>(a);
+  // Two blocks per SM (128 registers, a few spilled bytes) measured 170.3 ms on chunk-256k; one
+  // block (193 registers, no spills) 261.5 ms (device run 3).
+  dense_logits_kernel<2><<<grid, 256>>>(a);
   DSA_LAUNCH_CHECK("dense_logits_kernel");
 }
 

@@ -4,6 +4,8 @@
 // order, (a0 + a2) + (a1 + a3).
 #include <cstdint>
 
+#include <vector_types.h>  // int2
+
 namespace dsa::gpu {
 
 struct DenseLogitsArgs {
@@ -13,6 +15,9 @@ struct DenseLogitsArgs {
   const uint32_t* qexp;
   const float* qscale;
   const int32_t* row_fast;
+  const int8_t* qsplit;      // the split route (gpu/common/fp4_mma.cuh)
+  const int2* qmul;
+  const int32_t* row_split;
   const float* weights;   // [nsel][32]
   // Flattened keys (gpu/prep): [ncols][128], [ncols].
   const int8_t* ks;

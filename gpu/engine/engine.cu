@@ -247,17 +247,23 @@ void GpuEngine::prep_query(const Layer& layer) {
   qexp_.resize(size_t(std::max(nsel, 1)) * 32);
   qscale_.resize(size_t(std::max(nsel, 1)) * 32);
   row_fast_.resize(size_t(std::max(nsel, 1)));
-  QueryPrepArgs a{q_.get(), q_scale_.get(), sel_rows_.get(), nsel, qs_.get(), qr_.get(),
-                  qexp_.get(), qscale_.get(), row_fast_.get()};
+  qsplit_.resize(size_t(std::max(nsel, 1)) * 4096);
+  qmul_.resize(size_t(std::max(nsel, 1)) * 32);
+  row_split_.resize(size_t(std::max(nsel, 1)));
+  QueryPrepArgs a{q_.get(),        q_scale_.get(), sel_rows_.get(), nsel,          qs_.get(),
+                  qr_.get(),       qexp_.get(),    qscale_.get(),   row_fast_.get(), qsplit_.get(),
+                  qmul_.get(),     row_split_.get()};
   launch_query_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 2 * 128 + 8), [&] { launch_query_prep(a); });
+  row_split_host_ = row_split_.to_host(size_t(nsel));
+  time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 3 * 128 + 16), [&] { launch_query_prep(a); });
 }
 
 void GpuEngine::dense_logits(const Layer& layer) {
   const int nsel = int(sel_.size());
   dense_.resize(size_t(std::max(nsel, 1)) * size_t(ld_dense_));
-  DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), weights_.get(),
+  DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
+                    qmul_.get(), row_split_.get(), weights_.get(),
                     ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), tile_first_.get(), tile_count_.get(),
                     ntiles_, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
   dense_.fill_bytes(kPoisonByteFloat, size_t(nsel) * size_t(ld_dense_));
@@ -378,17 +384,34 @@ void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptio
     select_mask(batch, consumer, options, out);
 }
 
+// Table rows (rows_host[i]: the selected row of table row i) ordered split-route rows first, each
+// group in table order; returns how many take the split route.
+int GpuEngine::upload_route_order(const std::vector<int32_t>& rows_host) {
+  std::vector<int32_t> order;
+  order.reserve(rows_host.size());
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < rows_host.size(); ++i)
+      if ((row_split_host_[size_t(rows_host[i])] != 0) == (pass == 0)) order.push_back(int32_t(i));
+  int n_split = 0;
+  for (int32_t r : rows_host) n_split += row_split_host_[size_t(r)] != 0;
+  route_order_.upload(order.empty() ? std::vector<int32_t>{0} : order);
+  return n_split;
+}
+
 void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
   const int nsel = int(sel_.size()), k = batch.topk;
   LayerResult& lr = out.layers[layer.id];
-  auto run_table = [&](const int32_t* rows, const int32_t* blocks, const int32_t* valid, int n,
-                       DeviceBuffer<uint16_t>& scores, DeviceBuffer<int32_t>& picks, bool record) {
+  auto run_table = [&](const int32_t* rows, const std::vector<int32_t>& rows_host, const int32_t* blocks,
+                       const int32_t* valid, int n, DeviceBuffer<uint16_t>& scores, DeviceBuffer<int32_t>& picks,
+                       bool record) {
     scores.resize(size_t(std::max(n, 1)) * kCandidateWidth);
     picks.resize(size_t(std::max(n, 1)) * k);
+    const int n_split = upload_route_order(rows_host);
     SparseLogitsArgs a{pool_.get(), batch.page_size, table_.get(), batch.table_width, qs_.get(), qr_.get(),
-                       qexp_.get(), qscale_.get(), row_fast_.get(), weights_.get(), sel_len_.get(),
+                       qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
+                       row_split_.get(), weights_.get(), sel_len_.get(),
                        sel_req_.get(), sel_kcol_.get(), kfrag_.get(), kscale_.get(), rows, blocks, valid, n,
-                       scores.get()};
+                       route_order_.get(), n_split, scores.get()};
     scores.fill_bytes(kPoisonByteFloat, size_t(n) * kCandidateWidth);
     launch_sparse_logits(a);
     DSA_CUDA_CHECK(cudaDeviceSynchronize());
@@ -407,7 +430,9 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
            [&] { launch_small_topk(scores.get(), blocks, valid, n, k, picks.get()); });
     }
   };
-  run_table(identity_.get(), blocks_.get(), valid_len_.get(), nsel, sparse_, picks_, true);
+  std::vector<int32_t> table_rows(static_cast<size_t>(nsel));
+  for (int i = 0; i < nsel; ++i) table_rows[size_t(i)] = i;
+  run_table(identity_.get(), table_rows, blocks_.get(), valid_len_.get(), nsel, sparse_, picks_, true);
   lr.positions.assign(size_t(batch.rows()) * k, kPositionPad);
   store_positions(picks_, sel_, k, lr.positions);
   if (options.scores) {
@@ -422,7 +447,8 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
     lr.tail_positions.assign(size_t(batch.total_tail_rows) * k, kPositionPad);
     const int ntail = int(tail_sel_.size());
     if (ntail > 0) {
-      run_table(tail_rows_.get(), tail_blocks_.get(), tail_valid_.get(), ntail, tail_sparse_, tail_picks_, false);
+      run_table(tail_rows_.get(), tail_sel_, tail_blocks_.get(), tail_valid_.get(), ntail, tail_sparse_, tail_picks_,
+                false);
       store_positions(tail_picks_, tail_index_, k, lr.tail_positions);
     }
   }

@@ -39,6 +39,7 @@ class GpuEngine : public Implementation {
   void prep_query(const Layer& layer);
   void dense_logits(const Layer& layer);
   void own_topk(const Batch& batch, const Layer& layer, Results& out);
+  int upload_route_order(const std::vector<int32_t>& rows_host);
   void select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out);
   void select_mask(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out);
   void copy_dense_scores(const Batch& batch, const Layer& layer, Results& out);
@@ -75,7 +76,11 @@ class GpuEngine : public Implementation {
 
   // The current layer's query operands.
   DeviceBuffer<uint8_t> q_, q_scale_;
-  DeviceBuffer<int8_t> qs_, qr_;
+  DeviceBuffer<int8_t> qs_, qr_, qsplit_;
+  DeviceBuffer<int2> qmul_;
+  DeviceBuffer<int32_t> row_split_;
+  std::vector<int32_t> row_split_host_;
+  DeviceBuffer<int32_t> route_order_;  // gpu-sparse: table rows by route (upload_route_order)
   DeviceBuffer<uint32_t> qexp_;
   DeviceBuffer<float> qscale_, weights_;
   DeviceBuffer<int32_t> row_fast_;

@@ -53,6 +53,38 @@ __global__ void key_prep_kernel(KeyPrepArgs a) {
                               a.kr + col * 128, a.kexp + col, 3);
 }
 
+// The split form of one query head (fp4_mma.cuh, "the split route"): groups 0-2 shifted to
+// their minimum exponent, group 3 raw, multipliers {mA, mB}. Returns whether the head can take
+// the route: groups 0-2 within 3 binades and |S| < 2^23 for any key (key values <= 96).
+__device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int2* mul) {
+  int e[4];
+  for (int g = 0; g < 4; ++g) e[g] = scales[g];
+  const int m012 = min(min(e[0], e[1]), e[2]);
+  const int span012 = max(max(e[0], e[1]), e[2]) - m012;
+  const int base = min(m012, e[3]);
+  const bool shape_ok = span012 <= 3 && m012 - base <= 12 && e[3] - base <= 12;
+  const int ma = shape_ok ? 1 << (m012 - base) : 0, mb = shape_ok ? 1 << (e[3] - base) : 0;
+  *mul = make_int2(ma, mb);
+  int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
+  for (int g = 0; g < 4; ++g) {
+    const Fp4Lut lut = fp4_lut(g < 3 && shape_ok ? e[g] - m012 : 0);
+    uint32_t v[8];
+    for (int w = 0; w < 4; ++w) {
+      uint32_t word;
+      memcpy(&word, payload + 16 * g + 4 * w, 4);
+      unpack8(word, lut, v[2 * w], v[2 * w + 1]);
+    }
+    int sum = 0;
+    for (int w = 0; w < 8; ++w)
+      for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
+    bound += int64_t(sum) * (g < 3 ? ma : mb);
+    uint4* d = reinterpret_cast<uint4*>(out + 32 * g);
+    d[0] = make_uint4(v[0], v[1], v[2], v[3]);
+    d[1] = make_uint4(v[4], v[5], v[6], v[7]);
+  }
+  return shape_ok && bound * 96 < (int64_t(1) << 23);
+}
+
 // One warp per row, one lane per head.
 __global__ void query_prep_kernel(QueryPrepArgs a) {
   const int i = blockIdx.x, h = threadIdx.x;
@@ -61,8 +93,13 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
   const float scale = prep_vector(a.q + src * 64, a.q_scale + src * 4, a.qs + dst * 128, a.qr + dst * 128,
                                   a.qexp + dst, 12);
   a.qscale[dst] = scale;
+  const bool split = split_vector(a.q + src * 64, a.q_scale + src * 4, a.qsplit + dst * 128, a.qmul + dst);
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
-  if (h == 0) a.row_fast[i] = all_fast ? 1 : 0;
+  const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split);
+  if (h == 0) {
+    a.row_fast[i] = all_fast ? 1 : 0;
+    a.row_split[i] = all_split ? 1 : 0;
+  }
 }
 
 }  // namespace

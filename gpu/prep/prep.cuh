@@ -4,6 +4,8 @@
 // exponents and the fast-path scale (0 when the vector needs the generic path).
 #include <cstdint>
 
+#include <vector_types.h>  // int2
+
 namespace dsa::gpu {
 
 // Keys of every request, flattened: column start[b] + j for position j < lc[b], read from the
@@ -25,7 +27,7 @@ struct KeyPrepArgs {
 void launch_key_prep(const KeyPrepArgs& a);
 
 // Query rows of one layer for the selected rows: q [R][32][64], q_scale [R][32][4];
-// outputs [nsel][32][128] (qs, qr), [nsel][32] (qexp, qscale), [nsel] row_fast.
+// outputs [nsel][32][128] (qs, qr, qsplit), [nsel][32] (qexp, qscale, qmul), [nsel] row_fast, row_split.
 struct QueryPrepArgs {
   const uint8_t* q;
   const uint8_t* q_scale;
@@ -36,6 +38,9 @@ struct QueryPrepArgs {
   uint32_t* qexp;
   float* qscale;
   int32_t* row_fast;
+  int8_t* qsplit;      // [nsel][32][128] the split form (gpu/common/fp4_mma.cuh)
+  int2* qmul;          // [nsel][32] its multipliers {mA, mB}
+  int32_t* row_split;  // [nsel] 1 when every head takes the split route
 };
 void launch_query_prep(const QueryPrepArgs& a);
 

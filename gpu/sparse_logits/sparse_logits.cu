@@ -8,13 +8,12 @@
 //
 // Fast route (keys and query on the fast path of fp4_mma.cuh, nearly all data): the 8 keys of a
 // block come as ready int8 B fragments from the key prep (2 x 16 bytes per lane, no page
-// lookup, no decoding), three blocks in flight; 4 int8 mma per m-tile give the group sums, and
-//   total = 2^23 + sum_g C_g * mul_g      (4 IMAD; exact, |S| < 2^23 checked per row)
-//   S*2^(Eq_min-128) = fma(float_bits(total), sq, -2^23*sq)   (exact: no int->float convert)
-//   s = that * 2^(Ek_min-128)             (the single fp32 rounding of the exact score)
-// then the bf16 chain on the hardware's own single-rounding instructions: cvt.rn.relu.bf16x2
-// (a_h, two positions per instruction) and fma.rn.bf16x2 (lanes of the chain, two positions per
-// instruction). Rows whose multipliers could reach 2^23 convert with I2F instead (still exact).
+// lookup, no decoding), three blocks in flight. Head scores come from fp4_mma.cuh's split route
+// (two accumulators, two IMAD, no int->float conversion) where the query prep admitted the row,
+// else from four accumulators with integer multipliers, converted through the float bits of
+// 2^23 + S when the multipliers keep S below 2^23, or with I2F. The bf16 chain runs on the
+// hardware's own single-rounding instructions: cvt.rn.relu.bf16x2 (a_h, two positions per
+// instruction) and fma.rn.bf16x2 (the lanes of the chain, two positions per instruction).
 //
 // Slow route (anything else): the block's keys read through the page table, decoded, staged in
 // shared memory, head scores from fp4_mma.cuh's generic path, and the emulated bf16 chain.
@@ -22,7 +21,8 @@ namespace dsa::gpu {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kInFlight = 3;           // key tiles loaded ahead of the one being scored
+constexpr int kDepth = 6;              // key tiles in flight per warp (shared-memory ring)
+constexpr int kSplitBlocksPerSm = 4;   // 16 warps per SM: 128 registers for the split route
 constexpr int kMagicMulSum = 227;      // 12 * 96 * 32 * 227 < 2^23: the float-bits conversion is exact
 
 // ---------------------------------------------------------------- slow route (any exponents)
@@ -54,12 +54,17 @@ __device__ __forceinline__ uint16_t soft_epilogue(const float (&s)[4][2], const 
   return uint16_t(__float_as_uint(score) >> 16);
 }
 
-__device__ __forceinline__ void load_row(const SparseLogitsArgs& a, int row, QueryFrags& q, float (&wb)[8]) {
+// bf16(weight) of the 8 heads of this lane's chain lane g/2, in chain order.
+__device__ __forceinline__ void load_weights(const SparseLogitsArgs& a, int row, float (&wb)[8]) {
   const int g = (threadIdx.x & 31) >> 2;
-  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
-             a.row_fast[row]);
 #pragma unroll
   for (int j = 0; j < 8; ++j) wb[j] = bf16_value(soft_bf16_rne(a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j]));
+}
+
+__device__ __forceinline__ void load_row(const SparseLogitsArgs& a, int row, QueryFrags& q, float (&wb)[8]) {
+  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
+             a.row_fast[row]);
+  load_weights(a, row, wb);
 }
 
 // Scores block `blk` of selected row `row` into columns c0..c0+7 (< valid). Rare on the fast
@@ -125,42 +130,70 @@ __device__ __noinline__ void score_block_slow(const SparseLogitsArgs& a, int row
 
 // ---------------------------------------------------------------- fast route
 // A block's keys as this lane's B fragments (key g, dims 4t.. of each 16-byte half of each
-// group: see launch_sparse_key_frags), the scale of key g, and the block id.
-struct KeyTile {
-  uint4 lo, hi;
-  float scale;
-  int blk;
+// group: see launch_sparse_key_frags) and the scale of key g, in a per-warp ring of shared
+// memory filled by cp.async: kDepth blocks in flight cost no registers. Each lane reads back only
+// what it copied itself, so the ring needs no barrier. The copies go through L1 (.ca): the rows
+// of one block share many key blocks (ncu: 60% L1 hits with cached loads, 5% with .cg).
+struct TileSlot {
+  uint4 frag[32][2];
+  float scale[32];
 };
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src));
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
+}
+
+// How a fast row turns group sums into head scores (fp4_mma.cuh): the split route, or four
+// accumulators with integer multipliers converted through the float bits of 2^23 + S (when the
+// multipliers keep S below 2^23) or with I2F.
+enum class Route { split, magic4, i2f4 };
 
 struct FastRow {
-  float sq[4], nsq[4];  // 2^(Eq_min-128) and -2^23 times it, of head_of(g, i)
-  uint32_t w2[4];       // bf16(weight) of head_of(g, i), twice
+  uint32_t w2[4];  // bf16(weight) of head_of(g, i), twice
 };
 
-template <bool kMagic>
-__device__ __forceinline__ void score_block_fast(const QueryFrags& q, const FastRow& r, const KeyTile& k,
-                                                 float sk0, float sk1, int c0, int valid, uint16_t* out) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const uint32_t b[4][2] = {{k.lo.x, k.lo.y}, {k.lo.z, k.lo.w}, {k.hi.x, k.hi.y}, {k.hi.z, k.hi.w}};
-  float s[4][2];
+template <Route kRoute, class Q>
+__device__ __forceinline__ void head_scores_fast(const Q& q, const uint32_t (&b)[4][2], float sk0, float sk1,
+                                                 float (&s)[4][2]) {
+  if constexpr (kRoute == Route::split) {
+    head_scores_split(q, b, sk0, sk1, s);
+  } else {
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-    int c[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    for (int mt = 0; mt < 2; ++mt) {
+      int c[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks) mma_s8(c[ks], q.a[mt][ks], b[ks][0], b[ks][1]);
+      for (int ks = 0; ks < 4; ++ks) mma_s8(c[ks], q.a[mt][ks], b[ks][0], b[ks][1]);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = 2 * mt + (e >> 1);
-      const float sk = (e & 1) ? sk1 : sk0;
-      const int base = kMagic ? 0x4B000000 : 0;  // the bits of 2^23
-      const int total = base + c[0][e] * q.mul[i][0] + c[1][e] * q.mul[i][1] + c[2][e] * q.mul[i][2] +
-                        c[3][e] * q.mul[i][3];
-      if (kMagic)
-        s[i][e & 1] = __fmul_rn(__fmaf_rn(__int_as_float(total), r.sq[i], r.nsq[i]), sk);
-      else
-        s[i][e & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), r.sq[i]), sk);
+      for (int e = 0; e < 4; ++e) {
+        const int i = 2 * mt + (e >> 1);
+        const float sk = (e & 1) ? sk1 : sk0;
+        const int base = kRoute == Route::magic4 ? 0x4B000000 : 0;  // the bits of 2^23
+        const int total = base + c[0][e] * q.mul[i][0] + c[1][e] * q.mul[i][1] + c[2][e] * q.mul[i][2] +
+                          c[3][e] * q.mul[i][3];
+        if constexpr (kRoute == Route::magic4)
+          s[i][e & 1] = __fmul_rn(__fmaf_rn(__int_as_float(total), q.sq[i], -0x1p23f * q.sq[i]), sk);
+        else
+          s[i][e & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), q.sq[i]), sk);
+      }
     }
   }
+}
+
+template <Route kRoute, class Q>
+__device__ __forceinline__ void score_block_fast(const Q& q, const FastRow& r, uint4 lo, uint4 hi, float sk0,
+                                                 float sk1, int c0, int valid, uint16_t* out) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const uint32_t b[4][2] = {{lo.x, lo.y}, {lo.z, lo.w}, {hi.x, hi.y}, {hi.z, hi.w}};
+  float s[4][2];
+  head_scores_fast<kRoute>(q, b, sk0, sk1, s);
   // The chain of lane l = g/2 for positions 2t (low half) and 2t+1 (high half): steps 0..3
   // (heads l+4i) sit in even groups, steps 4..7 (heads l+16+4i) in odd ones.
   uint32_t av[4];
@@ -189,27 +222,27 @@ __device__ __forceinline__ void score_block_fast(const QueryFrags& q, const Fast
   }
 }
 
-__device__ __forceinline__ void load_tile(KeyTile& k, const SparseLogitsArgs& a, int64_t kcol, int blk) {
+// Starts copying block `blk` (or nothing, for blk < 0) into `slot`; always one commit group.
+__device__ __forceinline__ void request_tile(TileSlot& slot, const SparseLogitsArgs& a, int64_t kcol, int blk) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  k.blk = blk;
-  if (blk < 0) return;
-  const int64_t col = kcol + int64_t(blk) * 8 + g;
-  const uint4* p = reinterpret_cast<const uint4*>(a.kfrag + col * 128 + t * 32);
-  k.lo = __ldg(p);
-  k.hi = __ldg(p + 1);
-  k.scale = __ldg(a.kscale + col);
+  if (blk >= 0) {
+    const int64_t col = kcol + int64_t(blk) * 8 + g;
+    const int8_t* src = a.kfrag + col * 128 + t * 32;
+    cp_async16(&slot.frag[lane][0], src);
+    cp_async16(&slot.frag[lane][1], src + 16);
+    cp_async4(&slot.scale[lane], a.kscale + col);
+  }
+  cp_async_commit();
 }
 
-template <bool kMagic>
-__device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int row, const QueryFrags& q,
-                                               const float (&wb)[8], const int32_t* blocks, const int32_t* table,
-                                               int L, int valid, int64_t kcol, uint16_t* out, SlowSmem& sm) {
+template <Route kRoute, class Q>
+__device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int row, const Q& q, const float (&wb)[8],
+                                               const int32_t* blocks, const int32_t* table, int L, int valid,
+                                               int64_t kcol, uint16_t* out, SlowSmem& sm, TileSlot* ring) {
   const int lane = threadIdx.x & 31, g = lane >> 2;
   FastRow r;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    r.sq[i] = q.sq[i];
-    r.nsq[i] = -0x1p23f * q.sq[i];
     const uint32_t w = __float_as_uint(wb[(g & 1) * 4 + i]) >> 16;
     r.w2[i] = w | (w << 16);
   }
@@ -220,39 +253,37 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
   // Block ids 32 at a time, one per lane; the next window is loaded a window ahead.
   int win = lane < nb ? blocks[lane] : 0;
   int next_win = 32 + lane < nb ? blocks[32 + lane] : 0;
-  int loaded = 0;  // tiles requested so far (in order)
-  auto request = [&](KeyTile& k) {
-    const int j = loaded++;
-    if (j >= nb) {
-      k.blk = -1;
-      return;
-    }
-    if (j > 0 && (j & 31) == 0) {
-      win = next_win;
-      next_win = j + 32 + lane < nb ? blocks[j + 32 + lane] : 0;
-    }
-    load_tile(k, a, kcol, __shfl_sync(0xFFFFFFFFu, win, j & 31));
-  };
-  KeyTile tiles[kInFlight];
-#pragma unroll
-  for (int s = 0; s < kInFlight; ++s) request(tiles[s]);
-  for (int bi = 0; bi < nb; bi += kInFlight) {
-#pragma unroll
-    for (int s = 0; s < kInFlight; ++s) {
-      const KeyTile k = tiles[s];
-      request(tiles[s]);
-      if (k.blk < 0) break;
-      const int c0 = (bi + s) * 8;
-      const bool fast = __all_sync(0xFFFFFFFFu, k.scale != 0.0f);
-      if (fast) {
-        const float sk0 = __shfl_sync(0xFFFFFFFFu, k.scale, 8 * (lane & 3));
-        const float sk1 = __shfl_sync(0xFFFFFFFFu, k.scale, 8 * (lane & 3) + 4);
-        score_block_fast<kMagic>(q, r, k, sk0, sk1, c0, valid, out);
-      } else if (lane == 0) {
-        sm.slow_blocks[(bi + s) >> 5] |= 1u << ((bi + s) & 31);  // no call in this loop: it would spill
+  int requested = 0;  // blocks requested so far (in order)
+  auto request = [&]() {
+    const int j = requested++;
+    int blk = -1;
+    if (j < nb) {
+      if (j > 0 && (j & 31) == 0) {
+        win = next_win;
+        next_win = j + 32 + lane < nb ? blocks[j + 32 + lane] : 0;
       }
+      blk = __shfl_sync(0xFFFFFFFFu, win, j & 31);
+    }
+    request_tile(ring[j % kDepth], a, kcol, blk);
+  };
+#pragma unroll
+  for (int s = 0; s < kDepth - 1; ++s) request();
+  for (int bi = 0; bi < nb; ++bi) {
+    request();                      // block bi + kDepth - 1, into the slot freed last iteration
+    cp_async_wait<kDepth - 1>();    // block bi has landed (groups complete in order)
+    const TileSlot& slot = ring[bi % kDepth];
+    const uint4 lo = slot.frag[lane][0], hi = slot.frag[lane][1];
+    const float scale = slot.scale[lane];
+    const bool fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
+    if (fast) {
+      const float sk0 = __shfl_sync(0xFFFFFFFFu, scale, 8 * (lane & 3));
+      const float sk1 = __shfl_sync(0xFFFFFFFFu, scale, 8 * (lane & 3) + 4);
+      score_block_fast<kRoute>(q, r, lo, hi, sk0, sk1, bi * 8, valid, out);
+    } else if (lane == 0) {
+      sm.slow_blocks[bi >> 5] |= 1u << (bi & 31);  // no call in this loop: it would spill
     }
   }
+  cp_async_wait<0>();
   __syncwarp();
   for (int w = 0; w < kTopkBlocks / 32; ++w)
     for (uint32_t bits = sm.slow_blocks[w]; bits != 0; bits &= bits - 1) {
@@ -261,37 +292,68 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
     }
 }
 
-__global__ void __launch_bounds__(kWarps * 32, 3) sparse_logits_kernel(SparseLogitsArgs a) {
-  __shared__ __align__(16) SlowSmem smem[kWarps];
-  const int warp = threadIdx.x >> 5;
-  const int i = blockIdx.x * kWarps + warp;
-  if (i >= a.n) return;  // whole warps only: no block-wide barriers below
-  SlowSmem& sm = smem[warp];
+// Table row i as one warp's job.
+struct RowJob {
+  int row, L, valid;
+  int64_t kcol;
+  const int32_t* table;
+  const int32_t* blocks;
+  uint16_t* out;
+};
 
-  const int row = a.rows[i];
-  const int L = a.sel_len[row];
-  const int req = a.sel_req[row];
-  const int valid = a.valid_len[i];
+__device__ __forceinline__ RowJob row_job(const SparseLogitsArgs& a, int i) {
+  RowJob j;
+  j.row = a.rows[i];
+  j.L = a.sel_len[j.row];
+  j.valid = a.valid_len[i];
+  j.kcol = a.kcol[j.row];
+  j.table = a.table + int64_t(a.sel_req[j.row]) * a.table_width;
+  j.blocks = a.blocks + int64_t(i) * kTopkBlocks;
+  j.out = a.out + int64_t(i) * kCandidateWidth;
+  return j;
+}
+
+// Rows on the split route (nearly all): a kernel of their own, so that its register budget (and
+// with it the warps per SM that hide the key loads' latency) is not set by the other routes.
+__global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_kernel(SparseLogitsArgs a) {
+  __shared__ __align__(16) SlowSmem smem[kWarps];
+  __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
+  const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (w >= a.n_split) return;  // whole warps only: no block-wide barriers below
+  const RowJob j = row_job(a, a.order[w]);
+  QueryFrags q;
+  load_query_split(q, a.qsplit + int64_t(j.row) * 4096, a.qmul + int64_t(j.row) * 32, a.qscale + int64_t(j.row) * 32);
+  float wb[8];
+  load_weights(a, j.row, wb);
+  score_row_fast<Route::split>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kcol, j.out, smem[threadIdx.x >> 5],
+                               ring[threadIdx.x >> 5]);
+}
+
+// The other rows: four accumulators (float-bits or I2F conversion), or the slow route.
+__global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogitsArgs a) {
+  __shared__ __align__(16) SlowSmem smem[kWarps];
+  __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
+  const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (w >= a.n - a.n_split) return;
+  const RowJob j = row_job(a, a.order[a.n_split + w]);
+  SlowSmem& sm = smem[threadIdx.x >> 5];
+  TileSlot* my_ring = ring[threadIdx.x >> 5];
   QueryFrags q;
   float wb[8];
-  load_row(a, row, q, wb);
-  const int32_t* table = a.table + int64_t(req) * a.table_width;
-  const int32_t* blocks = a.blocks + int64_t(i) * kTopkBlocks;
-  uint16_t* out = a.out + int64_t(i) * kCandidateWidth;
-
+  load_row(a, j.row, q, wb);
   if (q.fast) {
     // The float-bits conversion needs every head's sum of group multipliers bounded.
     bool magic = true;
 #pragma unroll
     for (int h = 0; h < 4; ++h) magic &= q.mul[h][0] + q.mul[h][1] + q.mul[h][2] + q.mul[h][3] <= kMagicMulSum;
     if (__all_sync(0xFFFFFFFFu, magic))
-      score_row_fast<true>(a, row, q, wb, blocks, table, L, valid, a.kcol[row], out, sm);
+      score_row_fast<Route::magic4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kcol, j.out, sm, my_ring);
     else
-      score_row_fast<false>(a, row, q, wb, blocks, table, L, valid, a.kcol[row], out, sm);
+      score_row_fast<Route::i2f4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kcol, j.out, sm, my_ring);
     return;
   }
-  const int nb = (valid + 7) / 8;
-  for (int bi = 0; bi < nb; ++bi) score_block_slow(a, row, table, L, blocks[bi], bi * 8, valid, out, sm);
+  const int nb = (j.valid + 7) / 8;
+  for (int bi = 0; bi < nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
 }
 
 // kfrag[col][t][8 words]: word 2*ks + h = bytes ks*32 + 16*h + 4*t .. +4 of the shifted key, so
@@ -322,8 +384,14 @@ void launch_sparse_key_frags(const int8_t* ks, int64_t ncols, int8_t* kfrag) {
 
 void launch_sparse_logits(const SparseLogitsArgs& a) {
   if (a.n == 0) return;
-  sparse_logits_kernel<<<(a.n + kWarps - 1) / kWarps, kWarps * 32>>>(a);
-  DSA_LAUNCH_CHECK("sparse_logits_kernel");
+  if (a.n_split > 0) {
+    sparse_split_kernel<<<unsigned((a.n_split + kWarps - 1) / kWarps), kWarps * 32>>>(a);
+    DSA_LAUNCH_CHECK("sparse_split_kernel");
+  }
+  if (a.n > a.n_split) {
+    sparse_other_kernel<<<unsigned((a.n - a.n_split + kWarps - 1) / kWarps), kWarps * 32>>>(a);
+    DSA_LAUNCH_CHECK("sparse_other_kernel");
+  }
 }
 
 }  // namespace dsa::gpu

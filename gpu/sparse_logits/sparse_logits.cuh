@@ -7,6 +7,8 @@
 // re-laid by launch_sparse_key_frags; the rest is read through the page table.
 #include <cstdint>
 
+#include <vector_types.h>  // int2
+
 namespace dsa::gpu {
 
 struct SparseLogitsArgs {
@@ -20,6 +22,9 @@ struct SparseLogitsArgs {
   const uint32_t* qexp;
   const float* qscale;
   const int32_t* row_fast;
+  const int8_t* qsplit;      // the split route (gpu/common/fp4_mma.cuh)
+  const int2* qmul;
+  const int32_t* row_split;
   const float* weights;
   const int32_t* sel_len;  // [nsel] L
   const int32_t* sel_req;  // [nsel] request
@@ -31,6 +36,10 @@ struct SparseLogitsArgs {
   const int32_t* blocks;
   const int32_t* valid_len;
   int n;
+  // Table rows by route: order[0, n_split) take the split route (row_split), the rest the others;
+  // each kernel's warps then all have work and rows of one request stay together.
+  const int32_t* order;
+  int n_split;
   uint16_t* out;           // [n][16384] bf16 bits
 };
 void launch_sparse_logits(const SparseLogitsArgs& a);
