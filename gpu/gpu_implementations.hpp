@@ -1,7 +1,7 @@
 #pragma once
 // Factories of the GPU implementations. Always available: without CUDA (or on a GPU the kernels
 // were not built for) the implementation reports "not supported" instead of failing.
-#include "harness/core/implementation.hpp"
+#include "core/implementation.hpp"
 
 namespace dsa::gpu {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/core/constants.hpp"
+#include "core/constants.hpp"
 
 namespace dsa::ref {
 

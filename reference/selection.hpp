@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "harness/core/constants.hpp"
+#include "core/constants.hpp"
 
 namespace dsa::ref {
 

@@ -3,7 +3,7 @@
 // one file format. None of them computes a verdict; they only print what the model holds.
 #include <string>
 
-#include "harness/report_model.hpp"
+#include "reports/report_model.hpp"
 
 namespace dsa::reports {
 

@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include "harness/core/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/printers.hpp"
 
 namespace dsa::reports {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gpu/common/device_buffer.cuh"
-#include "harness/core/results.hpp"
+#include "core/results.hpp"
 
 namespace dsa::gpu {
 

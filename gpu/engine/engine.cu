@@ -12,7 +12,7 @@
 #include "gpu/small_topk/small_topk.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
 #include "gpu/topk/topk.cuh"
-#include "harness/core/constants.hpp"
+#include "core/constants.hpp"
 
 namespace dsa::gpu {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "gpu/common/device_buffer.cuh"
 #include "gpu/common/timing.cuh"
-#include "harness/core/implementation.hpp"
+#include "core/implementation.hpp"
 
 namespace dsa::gpu {
 

@@ -2,7 +2,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/fp4_mma.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
-#include "harness/core/constants.hpp"
+#include "core/constants.hpp"
 
 // One warp scores one table row: 2048 blocks of 8 candidates, 32 heads each.
 //

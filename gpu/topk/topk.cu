@@ -1,7 +1,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/topk/radix_topk.cuh"
 #include "gpu/topk/topk.cuh"
-#include "harness/core/constants.hpp"
+#include "core/constants.hpp"
 
 namespace dsa::gpu {
 namespace {

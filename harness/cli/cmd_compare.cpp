@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/batch_io.hpp"
+#include "harness/batch/batch_io.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/compare.hpp"
-#include "harness/core/errors.hpp"
-#include "harness/registry.hpp"
+#include "harness/compare/compare.hpp"
+#include "core/errors.hpp"
+#include "harness/impls/registry.hpp"
 
 namespace dsa::cli {
 namespace {

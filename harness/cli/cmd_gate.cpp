@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "harness/cli/commands.hpp"
-#include "harness/gate.hpp"
+#include "harness/gate/gate.hpp"
 
 namespace dsa::cli {
 

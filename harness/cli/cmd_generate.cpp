@@ -4,11 +4,11 @@
 #include <sstream>
 #include <string>
 
-#include "harness/batch_io.hpp"
+#include "harness/batch/batch_io.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/content_id.hpp"
-#include "harness/core/errors.hpp"
-#include "harness/generate.hpp"
+#include "harness/batch/content_id.hpp"
+#include "core/errors.hpp"
+#include "harness/generate/generate.hpp"
 
 namespace dsa::cli {
 

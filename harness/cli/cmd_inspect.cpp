@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/batch_io.hpp"
+#include "harness/batch/batch_io.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/content_id.hpp"
-#include "harness/core/constants.hpp"
-#include "harness/core/errors.hpp"
+#include "harness/batch/content_id.hpp"
+#include "core/constants.hpp"
+#include "core/errors.hpp"
 
 namespace dsa::cli {
 namespace {

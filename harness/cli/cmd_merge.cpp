@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "harness/cli/commands.hpp"
-#include "harness/report_model.hpp"
+#include "reports/report_model.hpp"
 #include "reports/printers.hpp"
 
 namespace dsa::cli {

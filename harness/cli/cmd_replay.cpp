@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "harness/cli/commands.hpp"
-#include "harness/core/errors.hpp"
-#include "harness/replay.hpp"
+#include "core/errors.hpp"
+#include "harness/replay/replay.hpp"
 
 namespace dsa::cli {
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/batch_io.hpp"
+#include "harness/batch/batch_io.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/core/errors.hpp"
-#include "harness/registry.hpp"
-#include "harness/row_selection.hpp"
+#include "core/errors.hpp"
+#include "harness/impls/registry.hpp"
+#include "harness/batch/row_selection.hpp"
 
 namespace dsa::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <new>
 
 #include "harness/cli/commands.hpp"
-#include "harness/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace dsa::cli {
 int exit_code = kExitPass;

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "harness/generate.hpp"
+#include "harness/generate/generate.hpp"
 #include "reference/formats.hpp"
 #include "reference/scores.hpp"
 #include "tests/catch.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/report_model.hpp"
+#include "reports/report_model.hpp"
 
 namespace dsa::test {
 

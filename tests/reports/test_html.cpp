@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <regex>
 
-#include "harness/core/exit_codes.hpp"
-#include "harness/replay.hpp"
+#include "core/exit_codes.hpp"
+#include "harness/replay/replay.hpp"
 #include "reports/printers.hpp"
 #include "tests/catch.hpp"
 #include "tests/reports/sample_report.hpp"

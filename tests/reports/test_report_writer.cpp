@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/core/errors.hpp"
-#include "harness/replay.hpp"
+#include "core/errors.hpp"
+#include "harness/replay/replay.hpp"
 #include "reports/printers.hpp"
 #include "tests/catch.hpp"
 #include "tests/reports/sample_report.hpp"

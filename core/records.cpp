@@ -1,0 +1,25 @@
+#include "core/records.hpp"
+
+namespace dsa {
+
+const char* disposition_name(Disposition d) {
+  switch (d) {
+    case Disposition::passed: return "passed";
+    case Disposition::incorrect: return "incorrect";
+    case Disposition::not_run: return "not run";
+    case Disposition::not_supported: return "not supported";
+    case Disposition::inconclusive: return "inconclusive";
+  }
+  return "?";
+}
+
+const char* rule_name(Rule rule) {
+  switch (rule) {
+    case Rule::own_path: return "own-path";
+    case Rule::public_test: return "public-test";
+    case Rule::quality: return "quality";
+  }
+  return "?";
+}
+
+}  // namespace dsa

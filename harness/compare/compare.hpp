@@ -1,0 +1,42 @@
+#pragma once
+// The comparison driver: one implementation's results against another's on one batch, judged by
+// one of the three rules of semantics.md ("Verdicts"), layer by layer, as Records.
+//   own-path    implementation vs the reference of its own path: validity, tie-aware exactness
+//               and (where both recorded scores) bitwise scores must all be 100 %.
+//   public-test sparse path vs mask path: per row >= 95 % agreement and no floor violation
+//               (tails >= 98 % overlap with the full table).
+//   quality     against reference-exact: informational (passed unless invalid); records the
+//               recall of the exact fp64 dense top-k and where the misses happen.
+// Only rows done on both sides are compared; a layer present on one side only is "not run".
+#include <optional>
+#include <string>
+
+#include "core/batch.hpp"
+#include "core/results.hpp"
+#include "harness/compare/metrics.hpp"
+#include "core/records.hpp"
+#include "harness/impls/registry.hpp"
+
+namespace dsa {
+
+struct CompareOptions {
+  double tolerance = metrics::kDefaultFloorTolerance;  // selection floor, relative
+  std::optional<Rule> rule;                             // default: choose_rule(paths)
+};
+
+// Same path -> own-path; sparse vs mask (either way) -> public-test; one side exact and the
+// other not -> quality.
+Rule choose_rule(PathKind impl, PathKind against);
+
+// `a` is the implementation under test, `b` what it is compared with (the reference).
+Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path, const Results& b,
+                           PathKind b_path, const CompareOptions& options = {});
+
+// DeepGEMM-style one-liner, e.g.
+// "layer 24 row 17 slot 3: expected position 4097, got 4105 (score 1.5 vs k-th 1.75)".
+std::string describe(const std::string& layer, const Mismatch& m);
+
+// The value of a record by name in a layer comparison (nullptr when absent).
+const Record* find_record(const LayerComparison& layer, const std::string& name);
+
+}  // namespace dsa

@@ -1,0 +1,53 @@
+#include "harness/impls/registry.hpp"
+
+#include "gpu/gpu_implementations.hpp"
+#include "core/errors.hpp"
+#include "harness/impls/recorded.hpp"
+#include "harness/impls/reference.hpp"
+
+namespace dsa {
+
+const char* path_name(PathKind path) {
+  switch (path) {
+    case PathKind::sparse: return "sparse";
+    case PathKind::mask: return "mask";
+    case PathKind::exact: return "exact";
+  }
+  return "?";
+}
+
+const std::vector<RegistryEntry>& registry() {
+  static const std::vector<RegistryEntry> entries = {
+      {"reference-sparse", PathKind::sparse, "CPU reference, block-table path (bf16 sparse scores)"},
+      {"reference-mask", PathKind::mask, "CPU reference, mask path (fp32 dense scores)"},
+      {"reference-exact", PathKind::exact, "CPU reference, fp64 ranking at every level"},
+      {"gpu-sparse", PathKind::sparse, "CUDA block-table path"},
+      {"gpu-mask", PathKind::mask, "CUDA mask path"},
+  };
+  return entries;
+}
+
+PathKind path_of(const std::string& name) {
+  for (const RegistryEntry& e : registry())
+    if (e.name == name) return e.path;
+  if (name.rfind("recorded:", 0) == 0) {
+    if (name.find("mask") != std::string::npos) return PathKind::mask;
+    if (name.find("exact") != std::string::npos) return PathKind::exact;
+    return PathKind::sparse;
+  }
+  throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
+}
+
+std::string reference_for(PathKind path) { return std::string("reference-") + path_name(path); }
+
+ImplementationPtr make_implementation(const std::string& name, const Batch& batch) {
+  if (name == "reference-sparse") return make_reference(PathKind::sparse);
+  if (name == "reference-mask") return make_reference(PathKind::mask);
+  if (name == "reference-exact") return make_reference(PathKind::exact);
+  if (name == "gpu-sparse") return gpu::make_gpu_sparse();
+  if (name == "gpu-mask") return gpu::make_gpu_mask();
+  if (name.rfind("recorded:", 0) == 0) return make_recorded(name.substr(9), batch);
+  throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
+}
+
+}  // namespace dsa

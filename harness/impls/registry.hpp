@@ -1,0 +1,32 @@
+#pragma once
+// The registry: maps an implementation name to a factory and to the path whose reference it is
+// compared with. Names: reference-sparse, reference-mask, reference-exact, gpu-sparse, gpu-mask,
+// recorded:NAME (outputs recorded in the batch file).
+#include <string>
+#include <vector>
+
+#include "core/implementation.hpp"
+
+namespace dsa {
+
+enum class PathKind { sparse, mask, exact };
+const char* path_name(PathKind path);
+
+struct RegistryEntry {
+  std::string name;
+  PathKind path;
+  std::string description;
+};
+
+// Every name this build offers (recorded:NAME is a pattern and not listed here).
+const std::vector<RegistryEntry>& registry();
+// The path of a name; recorded:NAME takes the path from its name when it contains "mask" or
+// "sparse" and is otherwise treated as sparse. Throws InputError for an unknown name.
+PathKind path_of(const std::string& name);
+// The reference of a path: reference-sparse, reference-mask or reference-exact.
+std::string reference_for(PathKind path);
+// Builds an implementation. `batch` is needed for recorded:NAME. Throws InputError when the
+// name is unknown or the recorded group is missing.
+ImplementationPtr make_implementation(const std::string& name, const Batch& batch);
+
+}  // namespace dsa

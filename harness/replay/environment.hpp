@@ -1,0 +1,24 @@
+#pragma once
+// What a report records about where it ran: GPU model, driver, CUDA, SM clock (nvidia-smi when
+// present, gpu::describe_device otherwise), host, OS, harness version and the git commit captured
+// when the build was configured.
+#include <string>
+#include <vector>
+
+#include "reports/report_model.hpp"
+
+namespace dsa {
+
+EnvironmentInfo describe_environment(const std::vector<int>& devices);
+
+// Current time as "2026-11-29T13:45:00Z".
+std::string utc_timestamp();
+
+// The fields of `nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm
+// --format=csv,noheader` for one GPU line, and the "CUDA Version: X" of its banner.
+struct SmiInfo {
+  std::string name, driver, sm_clock, cuda;
+};
+SmiInfo parse_nvidia_smi(const std::string& query_line, const std::string& banner);
+
+}  // namespace dsa

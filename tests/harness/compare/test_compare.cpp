@@ -1,0 +1,373 @@
+// The comparison driver on a generated batch with the real reference: rule choice, verdicts,
+// planted failures located by coordinates, rows done on both sides, layers on one side only.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/batch/batch_io.hpp"
+#include "harness/compare/compare.hpp"
+#include "harness/generate/generate.hpp"
+#include "harness/impls/reference.hpp"
+#include "reference/scores.hpp"
+#include "reference/selection.hpp"
+#include "tests/catch.hpp"
+
+using namespace dsa;
+
+namespace {
+
+const Batch& smoke() {
+  static const Batch batch = [] {
+    GenerateOptions o;
+    o.preset = "smoke";
+    o.seed = 3;
+    return generate_batch(o);
+  }();
+  return batch;
+}
+
+// Reference results of one path on the smoke batch, cached (the reference is the slow part).
+const Results& reference(PathKind path, bool scores = false) {
+  static std::map<std::pair<int, bool>, Results> cache;
+  auto key = std::make_pair(int(path), scores);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  RunOptions o;
+  o.scores = scores;
+  return cache[key] = make_reference(path)->run(smoke(), o);
+}
+
+const LayerComparison& layer_of(const Comparison& c, const std::string& id) {
+  for (const LayerComparison& l : c.layers)
+    if (l.layer == id) return l;
+  FAIL("no layer " << id);
+  return c.layers.front();
+}
+
+double value(const LayerComparison& l, const std::string& name) {
+  const Record* r = find_record(l, name);
+  REQUIRE(r != nullptr);
+  return r->value;
+}
+
+// A consumer and the longest row (always in a --rows N draw), long enough that the picks are a
+// real choice.
+std::pair<int, int> consumer_row(const Batch& b) {
+  const Layer* c = b.layers_with(Role::consumer).at(0);
+  const int r = int(std::max_element(b.compress_len.begin(), b.compress_len.end()) - b.compress_len.begin());
+  REQUIRE(b.compress_len[size_t(r)] > 4 * b.topk);
+  return {c->id, r};
+}
+
+// Replaces one pick of (layer, row) by the unpicked position inside the row's blocks whose
+// ranking score is lowest (fp32 dense), so the change is neither a tie nor near the floor.
+int32_t plant_low_pick(const Batch& b, Results& r, int layer, int row) {
+  const int k = b.topk;
+  int32_t* picks = r.layers.at(layer).positions.data() + size_t(row) * size_t(k);
+  std::vector<int32_t> mine(picks, picks + k);
+  std::vector<int32_t> candidates;
+  for (int i = 0; i < kTopkBlocks; ++i) {
+    const int32_t blk = r.blocks[size_t(row) * kTopkBlocks + size_t(i)];
+    if (blk == kBlockPad) break;
+    for (int32_t p = blk * kBlockSize; p < (blk + 1) * kBlockSize && p < b.compress_len[size_t(row)]; ++p)
+      if (!std::binary_search(mine.begin(), mine.end(), p)) candidates.push_back(p);
+  }
+  const Layer& layer_data = *b.layer(layer);
+  ref::KeyView keys{b.pool.data(), b.page_size, b.page_table.data() + size_t(b.row_request[size_t(row)]) * size_t(b.table_width)};
+  std::vector<float> s(candidates.size());
+  ref::dense_scores_at({layer_data.q_row(row), layer_data.scale_row(row), layer_data.weight_row(row)}, keys,
+                       candidates.data(), int64_t(candidates.size()), s.data());
+  const int32_t low = candidates[size_t(std::min_element(s.begin(), s.end()) - s.begin())];
+  mine[0] = low;  // drop the smallest position, take the low one
+  std::sort(mine.begin(), mine.end());
+  std::copy(mine.begin(), mine.end(), picks);
+  return low;
+}
+
+}  // namespace
+
+TEST_CASE("the rule follows the paths") {
+  CHECK(choose_rule(PathKind::sparse, PathKind::sparse) == Rule::own_path);
+  CHECK(choose_rule(PathKind::mask, PathKind::mask) == Rule::own_path);
+  CHECK(choose_rule(PathKind::sparse, PathKind::mask) == Rule::public_test);
+  CHECK(choose_rule(PathKind::mask, PathKind::sparse) == Rule::public_test);
+  CHECK(choose_rule(PathKind::sparse, PathKind::exact) == Rule::quality);
+}
+
+TEST_CASE("a reference passes against itself on every layer") {
+  const Results& a = reference(PathKind::sparse);
+  const Comparison c = compare_results(smoke(), a, PathKind::sparse, a, PathKind::sparse);
+  CHECK(c.rule == Rule::own_path);
+  CHECK(c.disposition == Disposition::passed);
+  REQUIRE(c.layers.size() >= 3);  // blocks, source, consumers
+  for (const LayerComparison& l : c.layers) {
+    INFO(l.layer);
+    CHECK(l.disposition == Disposition::passed);
+    CHECK(l.rows.size() == size_t(l.role == "tail" ? 0 : smoke().rows()));
+  }
+  CHECK(value(layer_of(c, "blocks"), "exact") == 1.0);
+}
+
+TEST_CASE("own path: one planted consumer pick fails exactness with its coordinates") {
+  const Batch& b = smoke();
+  Results a = reference(PathKind::sparse);
+  a.name = "planted";
+  const auto [layer, row] = consumer_row(b);
+  const int32_t low = plant_low_pick(b, a, layer, row);
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.disposition == Disposition::incorrect);
+  const LayerComparison& l = layer_of(c, std::to_string(layer));
+  CHECK(l.disposition == Disposition::incorrect);
+  CHECK(l.failed_metric == "exactness");
+  REQUIRE(!l.mismatches.empty());
+  CHECK(l.mismatches[0].row == row);
+  const std::string line = describe(l.layer, l.mismatches[0]);
+  CHECK(line.find("layer " + std::to_string(layer) + " row " + std::to_string(row) + " slot ") == 0);
+  CHECK(line.find("k-th") != std::string::npos);
+  CHECK(value(l, "agreement.min") == Approx(1.0 - 1.0 / b.topk));
+  // The other layers still pass.
+  CHECK(layer_of(c, "blocks").disposition == Disposition::passed);
+  (void)low;
+}
+
+TEST_CASE("public test: reference sparse path against the mask path, and a planted floor violation") {
+  const Batch& b = smoke();
+  const Comparison c = compare_results(b, reference(PathKind::sparse), PathKind::sparse, reference(PathKind::mask), PathKind::mask);
+  CHECK(c.rule == Rule::public_test);
+  CHECK(c.disposition == Disposition::passed);
+  const auto [layer, row] = consumer_row(b);
+  const LayerComparison& l = layer_of(c, std::to_string(layer));
+  CHECK(value(l, "agreement.mean") > 0.95);
+  CHECK(value(l, "floor.violating_rows") == 0);
+
+  Results a = reference(PathKind::sparse);
+  const int32_t low = plant_low_pick(b, a, layer, row);
+  const Comparison bad = compare_results(b, a, PathKind::sparse, reference(PathKind::mask), PathKind::mask);
+  const LayerComparison& lb = layer_of(bad, std::to_string(layer));
+  CHECK(bad.disposition == Disposition::incorrect);
+  CHECK(lb.failed_metric == "floor");
+  CHECK(value(lb, "floor.pick_violations") >= 1);
+  REQUIRE(!lb.mismatches.empty());
+  CHECK(lb.mismatches[0].row == row);
+  CHECK(lb.mismatches[0].actual == std::to_string(low));
+}
+
+TEST_CASE("own path: swaps among exact ties on real data are not flagged (edge preset, repeated keys)") {
+  GenerateOptions o;
+  o.preset = "edge";
+  o.seed = 2;
+  const Batch b = generate_batch(o);
+  RunOptions run;
+  for (int r = 0; r < b.rows(); ++r)
+    if (b.compress_len[size_t(r)] == 16400) run.rows.push_back(r);  // the repeated-keys request
+  REQUIRE(!run.rows.empty());
+  const int row = run.rows.back();
+  const Results ref = make_reference(PathKind::mask)->run(b, run);
+  const int layer = b.layers_with(Role::consumer).at(0)->id;
+
+  // Positions: swap a pick at the k-th score for an unpicked candidate with the same score.
+  Results swapped = ref;
+  int32_t* picks = swapped.layers.at(layer).positions.data() + size_t(row) * size_t(b.topk);
+  std::vector<int32_t> mine(picks, picks + b.topk), cands;
+  for (int i = 0; i < kTopkBlocks && ref.blocks[size_t(row) * kTopkBlocks + size_t(i)] != kBlockPad; ++i)
+    for (int j = 0; j < kBlockSize; ++j) {
+      const int32_t p = ref.blocks[size_t(row) * kTopkBlocks + size_t(i)] * kBlockSize + j;
+      if (p < b.compress_len[size_t(row)]) cands.push_back(p);
+    }
+  const Layer& l = *b.layer(layer);
+  ref::KeyView keys{b.pool.data(), b.page_size, b.page_table.data() + size_t(b.row_request[size_t(row)]) * size_t(b.table_width)};
+  std::vector<float> s(cands.size());
+  ref::dense_scores_at({l.q_row(row), l.scale_row(row), l.weight_row(row)}, keys, cands.data(), int64_t(cands.size()), s.data());
+  float kth = INFINITY;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (std::binary_search(mine.begin(), mine.end(), cands[i])) kth = std::min(kth, s[i]);
+  int32_t tied_in = -1, tied_out = -1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (s[i] != kth) continue;
+    const bool picked = std::binary_search(mine.begin(), mine.end(), cands[i]);
+    if (picked && tied_in < 0) tied_in = cands[i];
+    if (!picked && tied_out < 0) tied_out = cands[i];
+  }
+  REQUIRE(tied_in >= 0);
+  REQUIRE(tied_out >= 0);
+  *std::find(mine.begin(), mine.end(), tied_in) = tied_out;
+  std::sort(mine.begin(), mine.end());
+  std::copy(mine.begin(), mine.end(), picks);
+  const Comparison c = compare_results(b, swapped, PathKind::mask, ref, PathKind::mask);
+  const LayerComparison& lc = layer_of(c, std::to_string(layer));
+  CHECK(lc.disposition == Disposition::passed);
+  CHECK(value(lc, "agreement.min") < 1.0);  // the sets do differ
+  CHECK(value(lc, "exact") == 1.0);
+
+  // Blocks: every full block has the same key here, so any kept block (not the newest) can be
+  // traded for a dropped one.
+  Results traded = ref;
+  int32_t* blocks = traded.blocks.data() + size_t(row) * kTopkBlocks;
+  std::vector<int32_t> kept(blocks, blocks + kTopkBlocks);
+  const int32_t nblocks = (16400 + kBlockSize - 1) / kBlockSize;
+  REQUIRE(nblocks > kTopkBlocks);
+  int32_t dropped = 0;
+  while (std::binary_search(kept.begin(), kept.end(), dropped)) ++dropped;
+  kept.erase(kept.begin());  // the oldest kept block: full, never the newest
+  kept.push_back(dropped);
+  std::sort(kept.begin(), kept.end());
+  std::copy(kept.begin(), kept.end(), blocks);
+  const Comparison cb = compare_results(b, traded, PathKind::mask, ref, PathKind::mask);
+  CHECK(layer_of(cb, "blocks").disposition == Disposition::passed);
+  CHECK(value(layer_of(cb, "blocks"), "agreement.min") < 1.0);
+
+  // An implementation that broke the level-one tie this way selects its consumer picks from its
+  // own candidates: judged against the reference's level two on those same blocks, it passes.
+  std::vector<int32_t> own_cands;
+  for (int32_t blk : kept)
+    for (int32_t p = blk * kBlockSize; p < (blk + 1) * kBlockSize && p < 16400; ++p) own_cands.push_back(p);
+  std::vector<float> own_scores(own_cands.size());
+  ref::dense_scores_at({l.q_row(row), l.scale_row(row), l.weight_row(row)}, keys, own_cands.data(),
+                       int64_t(own_cands.size()), own_scores.data());
+  const std::vector<int32_t> own_picks = ref::topk_ids(own_scores.data(), own_cands.data(), int64_t(own_cands.size()), b.topk);
+  for (const Layer* consumer : b.layers_with(Role::consumer)) {
+    if (consumer->id != layer) traded.layers.erase(consumer->id);
+  }
+  const std::vector<int32_t> ref_picks(ref.layers.at(layer).positions.begin() + row * b.topk,
+                                       ref.layers.at(layer).positions.begin() + (row + 1) * b.topk);
+  REQUIRE(own_picks != ref_picks);  // the trade changed the candidates
+  std::copy(own_picks.begin(), own_picks.end(), traded.layers.at(layer).positions.begin() + row * b.topk);
+  const Comparison co = compare_results(b, traded, PathKind::mask, ref, PathKind::mask);
+  const LayerComparison& own = layer_of(co, std::to_string(layer));
+  CHECK(own.disposition == Disposition::passed);
+  CHECK(value(own, "exact.rows_on_own_blocks") == 1);
+  CHECK(co.disposition == Disposition::passed);
+  // ...while its old picks (from the block it no longer publishes) are invalid.
+  std::copy(ref_picks.begin(), ref_picks.end(), traded.layers.at(layer).positions.begin() + row * b.topk);
+  CHECK(layer_of(compare_results(b, traded, PathKind::mask, ref, PathKind::mask), std::to_string(layer)).failed_metric ==
+        "validity");
+}
+
+TEST_CASE("public test with the mask path under test still measures against the mask floor") {
+  const Batch& b = smoke();
+  const Comparison c = compare_results(b, reference(PathKind::mask), PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.rule == Rule::public_test);
+  CHECK(c.disposition == Disposition::passed);
+  // A low pick on the mask side lowers the floor: the sparse side now misses candidates above it.
+  Results a = reference(PathKind::mask);
+  const auto [layer, row] = consumer_row(b);
+  plant_low_pick(b, a, layer, row);
+  const Comparison bad = compare_results(b, a, PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
+  const LayerComparison& l = layer_of(bad, std::to_string(layer));
+  CHECK(l.failed_metric == "floor");
+  CHECK(value(l, "floor.miss_violations") >= 1);
+  CHECK(value(l, "floor.pick_violations") == 0);
+}
+
+TEST_CASE("quality: recall of the exact dense top-k, informational") {
+  const Batch& b = smoke();
+  const Comparison c = compare_results(b, reference(PathKind::sparse), PathKind::sparse, reference(PathKind::exact), PathKind::exact);
+  CHECK(c.rule == Rule::quality);
+  CHECK(c.disposition == Disposition::passed);
+  const auto [layer, row] = consumer_row(b);
+  const LayerComparison& l = layer_of(c, std::to_string(layer));
+  const double recall = value(l, "quality.recall.mean");
+  CHECK(recall > 0.5);
+  CHECK(recall <= 1.0);
+  CHECK(value(l, "quality.misses.level_one") >= 0);
+  (void)row;
+}
+
+TEST_CASE("a dropped block and a flipped score bit fail the own-path verdict") {
+  const Batch& b = smoke();
+  const Results& ref = reference(PathKind::mask, true);
+  const auto [layer, row] = consumer_row(b);
+
+  Results dropped = ref;
+  int32_t* blocks = dropped.blocks.data() + size_t(row) * kTopkBlocks;
+  std::rotate(blocks + 1, blocks + 2, blocks + kTopkBlocks);  // drop the second block
+  blocks[kTopkBlocks - 1] = kBlockPad;
+  const Comparison c1 = compare_results(b, dropped, PathKind::mask, ref, PathKind::mask);
+  CHECK(layer_of(c1, "blocks").failed_metric == "validity");
+  CHECK(layer_of(c1, "blocks").mismatches.at(0).row == row);
+
+  Results flipped = ref;
+  std::vector<float>& scores = flipped.layers.at(layer).dense_scores.at(size_t(row));
+  REQUIRE(scores.size() > 10);
+  scores[10] = std::nextafter(scores[10], 1e30f);
+  const Comparison c2 = compare_results(b, flipped, PathKind::mask, ref, PathKind::mask);
+  const LayerComparison& l = layer_of(c2, std::to_string(layer));
+  CHECK(l.failed_metric == "scores.dense");
+  CHECK(value(l, "scores.dense.max_ulp") == 1);
+  CHECK(l.mismatches.at(0).column == 10);
+}
+
+TEST_CASE("picks and blocks far outside the row fail validity and never reach the page table") {
+  const Batch& b = smoke();
+  const auto [layer, row] = consumer_row(b);
+  Results a = reference(PathKind::sparse);
+  a.layers.at(layer).positions[size_t(row) * size_t(b.topk) + size_t(b.topk) - 1] = 1 << 30;
+  a.blocks[size_t(row) * kTopkBlocks + 1] = -5;
+  for (PathKind against : {PathKind::sparse, PathKind::mask, PathKind::exact}) {
+    const Comparison c = compare_results(b, a, PathKind::sparse, reference(against), against);
+    CHECK(c.disposition == Disposition::incorrect);
+    CHECK(layer_of(c, "blocks").failed_metric == "validity");
+    CHECK(layer_of(c, std::to_string(layer)).failed_metric == "validity");
+  }
+}
+
+TEST_CASE("only rows done on both sides are compared; a layer on one side is not run") {
+  const Batch& b = smoke();
+  Results a = reference(PathKind::sparse);
+  const auto [layer, row] = consumer_row(b);
+  plant_low_pick(b, a, layer, row);
+  a.rows_done[size_t(row)] = 0;  // the planted row was not computed: never compared
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.disposition == Disposition::passed);
+  CHECK(layer_of(c, std::to_string(layer)).rows.size() == size_t(b.rows() - 1));
+
+  Results missing = reference(PathKind::sparse);
+  missing.layers.erase(layer);
+  const Comparison m = compare_results(b, missing, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(layer_of(m, std::to_string(layer)).disposition == Disposition::not_run);
+  CHECK(m.disposition == Disposition::passed);
+}
+
+namespace {
+int exit_status(const std::string& command) {
+  const int rc = std::system((command + " > /dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+}  // namespace
+
+TEST_CASE("CLI: run writes a result file compare accepts; exit 0 passed, 1 planted failure, 4 unknown group") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dsa-compare-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string batch = (dir / "smoke.h5").string(), results = (dir / "smoke.results.h5").string();
+  write_batch(batch, smoke());
+  const std::string bin = DSA_BINARY;
+  REQUIRE(exit_status(bin + " run " + batch + " --impl reference-sparse,reference-mask --rows 3 --seed 1 -o " + results) == 0);
+  const std::string cmp = bin + " compare " + batch + " " + results;
+  CHECK(exit_status(cmp + " --impl reference-sparse --against reference-mask") == 0);
+  CHECK(exit_status(cmp + " --impl reference-mask --against reference-mask") == 0);
+  CHECK(exit_status(cmp + " --impl gpu-sparse --against reference-sparse") == 4);
+#if !DSA_HAVE_CUDA
+  // An implementation this machine cannot run is an environment error, before anything runs.
+  CHECK(exit_status(bin + " run " + batch + " --impl reference-sparse,gpu-sparse -o " + results) == 4);
+#endif
+  CHECK(exit_status(bin + " run " + batch + " --impl reference-sparse --rows 1,99999 -o " + results) == 4);
+
+  // Plant one wrong pick in a row that was run, write the file back, compare again.
+  const Batch& b = smoke();
+  std::vector<Results> read = read_results(results, b);
+  REQUIRE(read.size() == 2);
+  Results& sparse = read[1].name == "reference-sparse" ? read[1] : read[0];
+  const auto [layer, row] = consumer_row(b);
+  REQUIRE(sparse.rows_done[size_t(row)] == 1);  // the longest row is always drawn
+  plant_low_pick(b, sparse, layer, row);
+  const std::string planted = (dir / "planted.results.h5").string();
+  write_results(planted, b, read);
+  const std::string cmp2 = bin + " compare " + batch + " " + planted;
+  CHECK(exit_status(cmp2 + " --impl reference-sparse --against reference-mask") == 1);
+  CHECK(exit_status(cmp2 + " --impl reference-mask --against reference-mask") == 0);
+  fs::remove_all(dir);
+}

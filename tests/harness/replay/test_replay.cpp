@@ -1,0 +1,274 @@
+// replay on the committed fixtures: a resumed run equals an uninterrupted one, shard runs merged
+// equal one whole run, --case reruns exactly one case, a planted wrong output fails with a rerun
+// command, and the exit codes of the CLI.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/batch/batch_io.hpp"
+#include "core/errors.hpp"
+#include "harness/impls/registry.hpp"
+#include "harness/replay/replay.hpp"
+#include "harness/replay/cases.hpp"
+#include "tests/catch.hpp"
+
+using namespace dsa;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kFixtures = DSA_FIXTURES_DIR;
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag)
+      : path(fs::temp_directory_path() / ("dsa-replay-" + tag + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string sub(const std::string& name) const { return (path / name).string(); }
+};
+
+// The references on a sample of rows of every fixture: cheap, and every comparison kind runs.
+ReplayOptions quick(const std::string& out) {
+  ReplayOptions o;
+  o.inputs = {kFixtures};
+  o.impls = {"reference-sparse", "reference-mask"};
+  o.rows = "6";
+  o.seed = 3;
+  o.out_dir = out;
+  o.progress = nullptr;
+  o.shard = Shard{};
+  return o;
+}
+
+json masked(const Report& r) { return mask_volatile(report_to_json(r)); }
+
+// The path of the first difference between two JSON values ("" when equal), for messages.
+std::string first_difference(const json& a, const json& b, const std::string& path = "") {
+  if (a == b) return "";
+  if (a.type() != b.type() || (!a.is_object() && !a.is_array()) || a.size() != b.size())
+    return path + ": " + a.dump().substr(0, 200) + " vs " + b.dump().substr(0, 200);
+  if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return first_difference(a[i], b[i], path + "/" + std::to_string(i));
+  } else {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key())) return path + "/" + it.key() + ": missing on the right";
+      if (*it != b[it.key()]) return first_difference(*it, b[it.key()], path + "/" + it.key());
+    }
+  }
+  return path + ": differs";
+}
+
+int cli(const std::string& args) {
+  const int status = std::system((std::string(DSA_BINARY) + " " + args + " > /dev/null 2>&1").c_str());
+  return WEXITSTATUS(status);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("replay: case IDs and row lists round-trip") {
+  const CaseId id = parse_case_id("0123abcd/gpu-sparse/24/0-3,17");
+  CHECK(id.batch_id == "0123abcd");
+  CHECK(id.impl == "gpu-sparse");
+  CHECK(id.layer == "24");
+  CHECK(parse_rows_text(id.rows, 20) == std::vector<int>{0, 1, 2, 3, 17});
+  CHECK(format_case_id(id) == "0123abcd/gpu-sparse/24/0-3,17");
+  CHECK(rows_text({0, 1, 2, 3, 17, 19, 20}) == "0-3,17,19-20");
+  CHECK(rows_text({}).empty());
+  CHECK_THROWS_AS(parse_case_id("just-a-batch"), InputError);
+  CHECK_THROWS_AS(parse_rows_text("3-1", 20), InputError);
+  CHECK_THROWS_AS(parse_rows_text("25", 20), InputError);
+}
+
+TEST_CASE("replay: inputs expand folders to their batch files, skipping fixtures/golden/") {
+  const std::vector<std::string> files = expand_inputs({kFixtures});
+  REQUIRE(files.size() >= 3);
+  for (const std::string& f : files) {
+    CHECK(f.find("/golden/") == std::string::npos);
+    CHECK(fs::path(f).extension() == ".h5");
+  }
+  CHECK_THROWS_AS(expand_inputs({kFixtures + "/no-such.h5"}), InputError);
+}
+
+TEST_CASE("replay: a resumed run equals an uninterrupted one") {
+  TempDir dir("resume");
+  const Report whole = run_replay(quick(dir.sub("whole")));
+  REQUIRE(whole.cases.size() >= 3);
+  REQUIRE(whole.exit_code == kExitPass);
+
+  // A kill after the first implementation run finished, in the middle of writing the next line.
+  const std::string killed = dir.sub("killed");
+  run_replay(quick(killed));
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(killed + "/cases.jsonl");
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  size_t keep = 0;
+  while (keep < lines.size() && lines[keep].find("\"type\":\"run\"") == std::string::npos) ++keep;
+  REQUIRE(keep + 1 < lines.size());
+  {
+    std::ofstream out(killed + "/cases.jsonl", std::ios::trunc);
+    for (size_t i = 0; i <= keep; ++i) out << lines[i] << "\n";
+    out << lines[keep + 1].substr(0, lines[keep + 1].size() / 2);  // torn line
+  }
+  fs::remove(killed + "/report.json");
+
+  ReplayOptions again = quick(killed);
+  again.resume = true;
+  std::FILE* progress = std::tmpfile();
+  again.progress = progress;
+  const Report resumed = run_replay(again);
+  std::rewind(progress);
+  std::string said;
+  for (int c; (c = std::fgetc(progress)) != EOF;) said += char(c);
+  std::fclose(progress);
+  CHECK(said.find("finished earlier") != std::string::npos);
+  CHECK(first_difference(masked(resumed), masked(whole)) == "");
+  CHECK(fs::exists(killed + "/report.json"));
+
+  // Resuming with other settings is refused rather than mixing two runs.
+  ReplayOptions other = quick(killed);
+  other.resume = true;
+  other.seed = 4;
+  CHECK_THROWS_AS(run_replay(other), InputError);
+}
+
+TEST_CASE("replay: shard runs merged equal one whole run") {
+  TempDir dir("shards");
+  const Report whole = run_replay(quick(dir.sub("whole")));
+  std::vector<Report> parts;
+  std::vector<std::string> names;
+  size_t inputs = 0;
+  for (int i = 0; i < 2; ++i) {
+    ReplayOptions o = quick(dir.sub("shard" + std::to_string(i)));
+    o.shard = Shard{i, 2};
+    parts.push_back(run_replay(o));
+    names.push_back(o.out_dir);
+    inputs += parts.back().inputs.size();
+  }
+  CHECK(inputs == whole.inputs.size());  // each input in exactly one shard
+  CHECK(first_difference(masked(merge_reports(parts, names)), masked(whole)) == "");
+
+  // The CLI does the same from the shard folders.
+  REQUIRE(cli("merge " + names[0] + " " + names[1] + " -o " + dir.sub("merged")) == 0);
+  const Report merged = read_report(dir.sub("merged") + "/report.json");
+  CHECK(first_difference(masked(merged), masked(whole)) == "");
+}
+
+TEST_CASE("replay: --devices runs one process per device and merges them into the whole run") {
+  TempDir dir("devices");
+  const Report whole = run_replay(quick(dir.sub("whole")));
+  ReplayOptions o = quick(dir.sub("spread"));
+  o.devices = {0, 1};
+  o.program = DSA_BINARY;
+  const Report spread = run_replay(o);
+  CHECK(fs::exists(dir.sub("spread") + "/device-0/report.json"));
+  CHECK(fs::exists(dir.sub("spread") + "/device-1/report.json"));
+  CHECK(spread.environment.devices == std::vector<int>{0, 1});
+  // Equal to the whole run but for the devices it records.
+  json a = masked(spread), b = masked(read_report(dir.sub("spread") + "/report.json"));
+  a["environment"]["devices"] = b["environment"]["devices"] = json::array();
+  CHECK(first_difference(a, masked(whole)) == "");
+  CHECK(first_difference(b, masked(whole)) == "");
+}
+
+TEST_CASE("replay: --case reruns exactly one case") {
+  TempDir dir("case");
+  const Report whole = run_replay(quick(dir.sub("whole")));
+  REQUIRE(!whole.cases.empty());
+  const CaseResult& pick = whole.cases.back();
+  ReplayOptions o = quick(dir.sub("one"));
+  o.case_id = pick.id;
+  const Report one = run_replay(o);
+  REQUIRE(one.cases.size() == 1);
+  CHECK(one.cases[0].id == pick.id);
+  CHECK(case_to_json(one.cases[0]) == case_to_json(pick));
+  CHECK(pick.rerun.find("--case " + pick.id) != std::string::npos);
+
+  o.case_id = "ffffffffffffffff/reference-sparse/24";
+  CHECK_THROWS_AS(run_replay(o), InputError);
+}
+
+TEST_CASE("replay: a wrong recorded output fails, prints its rerun command, and --case reproduces it") {
+  TempDir dir("planted");
+  Batch batch = read_batch(kFixtures + "/smoke.h5");
+  RunOptions ro;
+  Results wrong = make_implementation("reference-sparse", batch)->run(batch, ro);
+  // Replace one pick of the first consumer's longest row by a position that row did not pick.
+  const Layer* consumer = batch.layers_with(Role::consumer).front();
+  std::vector<int32_t>& pos = wrong.layers[consumer->id].positions;
+  int row = 0;
+  for (int r = 0; r < batch.rows(); ++r)
+    if (batch.compress_len[size_t(r)] > batch.compress_len[size_t(row)]) row = r;
+  REQUIRE(batch.compress_len[size_t(row)] > batch.topk);
+  int32_t* picks = pos.data() + size_t(row) * size_t(batch.topk);
+  std::vector<char> picked(size_t(batch.compress_len[size_t(row)]), 0);
+  for (int i = 0; i < batch.topk; ++i) picked[size_t(picks[i])] = 1;
+  int32_t fresh = 0;
+  while (picked[size_t(fresh)]) ++fresh;
+  picks[0] = fresh;
+  std::sort(picks, picks + batch.topk);
+  wrong.name = wrong.implementation = "planted-sparse";
+  batch.outputs["planted-sparse"] = wrong;
+  const std::string file = dir.sub("planted.h5");
+  write_batch(file, batch);
+
+  const std::string out = dir.sub("out");
+  const int status = std::system((std::string(DSA_BINARY) + " replay " + file + " --impl recorded:planted-sparse -o " +
+                                  out + " > " + dir.sub("stdout.txt") + " 2> " + dir.sub("stderr.txt")).c_str());
+  CHECK(WEXITSTATUS(status) == kExitIncorrect);
+  const std::string said = read_text(dir.sub("stderr.txt"));
+  const size_t at = said.find("rerun: dsa-harness replay ");
+  REQUIRE(at != std::string::npos);
+  const std::string rerun = said.substr(at + 7, said.find('\n', at) - at - 7);
+  CHECK(rerun.find("/" + std::to_string(consumer->id)) != std::string::npos);
+  // The printed command, run as printed, reproduces the failure on exactly one case.
+  const std::string again = std::string(DSA_BINARY) + rerun.substr(std::string("dsa-harness").size()) + " -o " +
+                            dir.sub("again") + " > /dev/null 2>&1";
+  CHECK(WEXITSTATUS(std::system(again.c_str())) == kExitIncorrect);
+  const Report one = read_report(dir.sub("again") + "/report.json");
+  REQUIRE(one.cases.size() == 1);
+  CHECK(one.cases[0].verdict == Disposition::incorrect);
+  CHECK(!one.cases[0].worst.empty());
+  CHECK(read_text(out + "/junit.xml").find("<failure") != std::string::npos);
+}
+
+TEST_CASE("replay CLI: exit codes") {
+  TempDir dir("cli");
+  const std::string smoke = kFixtures + "/smoke.h5";
+  CHECK(cli("replay " + smoke + " --impl reference-sparse --rows 4 -o " + dir.sub("a")) == kExitPass);
+  CHECK(cli("replay " + smoke + " --impl no-such-impl -o " + dir.sub("b")) == kExitInvalid);
+  CHECK(cli("replay " + dir.sub("missing.h5") + " -o " + dir.sub("c")) == kExitInvalid);
+  CHECK(cli("replay " + smoke + " --rows 4 --shard 2/2 -o " + dir.sub("d")) == kExitInvalid);
+  CHECK(cli("replay --list-impl") == kExitPass);
+  // A GPU implementation this machine cannot run: "not run" when offered by default, exit 4
+  // when named.
+  bool gpu_runs = true;
+  for (const ImplAvailability& a : list_implementations())
+    if (a.name == "gpu-sparse") gpu_runs = a.reason.empty();
+  if (!gpu_runs) {
+    CHECK(cli("replay " + smoke + " --rows 4 -o " + dir.sub("e")) == kExitPass);
+    const Report r = read_report(dir.sub("e") + "/report.json");
+    bool reported = false;
+    for (const ImplRun& run : r.runs) reported |= run.impl == "gpu-sparse" && run.status == Disposition::not_supported;
+    CHECK(reported);
+    CHECK(cli("replay " + smoke + " --impl gpu-sparse --rows 4 -o " + dir.sub("f")) == kExitInvalid);
+  }
+}

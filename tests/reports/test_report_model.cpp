@@ -1,0 +1,96 @@
+// The report model: JSON round trip (the contract), canonical order, verdicts and exit codes,
+// merging shard reports.
+#include <cmath>
+
+#include "core/errors.hpp"
+#include "reports/report_model.hpp"
+#include "tests/catch.hpp"
+#include "tests/reports/sample_report.hpp"
+
+using namespace dsa;
+using nlohmann::json;
+
+TEST_CASE("report model: JSON round trip keeps every field") {
+  const Report r = test::sample_report(1.0, true);
+  const json j = report_to_json(r);
+  CHECK(j.at("schema_version") == kReportSchemaVersion);
+  const Report back = report_from_json(j, "mem");
+  CHECK(report_to_json(back) == j);
+  CHECK(back.cases.size() == 2);
+  CHECK(back.cases[1].worst.front().missed.front().position == 4097);
+}
+
+TEST_CASE("report model: NaN records survive as null") {
+  Report r = test::sample_report();
+  r.cases[0].comparisons[0].parts[0].records.push_back({"scores.dense.calc_diff", std::nan(""), "", ""});
+  const json j = report_to_json(r);
+  const Report back = report_from_json(json::parse(j.dump()), "mem");
+  CHECK(std::isnan(back.cases[0].comparisons[0].parts[0].records.back().value));
+}
+
+TEST_CASE("report model: other schema versions and malformed reports are refused") {
+  json j = report_to_json(test::sample_report());
+  j["schema_version"] = kReportSchemaVersion + 1;
+  CHECK_THROWS_AS(report_from_json(j, "x.json"), InputError);
+  j = report_to_json(test::sample_report());
+  j["cases"][0]["verdict"] = "maybe";
+  CHECK_THROWS_AS(report_from_json(j, "x.json"), InputError);
+  CHECK_THROWS_AS(report_from_json(json::array(), "x.json"), InputError);
+}
+
+TEST_CASE("report model: verdicts and exit codes") {
+  CHECK(test::sample_report().exit_code == kExitPass);
+  const Report failing = test::sample_report(1.0, true);
+  CHECK(failing.verdict == Disposition::incorrect);
+  CHECK(failing.exit_code == kExitIncorrect);
+  CHECK(failing.cases[1].failed_metric.find("floor.violating_rows") != std::string::npos);
+  CHECK(failing.cases[1].message.find("row 17 slot 3") != std::string::npos);
+
+  Report not_run = test::sample_report();
+  not_run.runs.push_back(test::unsupported_run("no CUDA"));
+  finalize_report(not_run);
+  CHECK(not_run.exit_code == kExitPass);  // offered by default: "not run" leaves the code alone
+  for (ImplRun& run : not_run.runs) run.named |= run.impl == "gpu-mask";
+  finalize_report(not_run);
+  CHECK(not_run.exit_code == kExitInvalid);  // named with --impl
+
+  Report nothing;
+  finalize_report(nothing);
+  CHECK(nothing.exit_code == kExitInconclusive);
+}
+
+// Relative closeness without Catch's Approx (its namespace differs between Catch2 2 and 3).
+static bool near_rel(double a, double b, double rel = 1e-9) { return std::fabs(a - b) <= rel * std::fabs(b); }
+
+TEST_CASE("report model: kernel figures against the measured ceilings") {
+  // 2.2e12 FLOP in 1.716 ms is the fp8 floor exactly; 4.25e9 bytes in 1 ms the HBM floor.
+  const KernelFigure math = kernel_figure("k", "24", 1, 20, 3.432, 3.0, 4.0, 2.2e12, 0);
+  CHECK(near_rel(math.floor_ms, 2.2e12 / 1282e12 * 1e3));
+  CHECK(near_rel(math.ceiling_share, 0.5, 1e-3));
+  CHECK(near_rel(math.tflops, 2.2e12 / 3.432e-3 / 1e12));
+  const KernelFigure memory = kernel_figure("k", "24", 1, 20, 2.0, 1.9, 2.1, 0, 4.25e9);
+  CHECK(near_rel(memory.floor_ms, 1.0));
+  CHECK(near_rel(memory.gbps, 2125));
+}
+
+TEST_CASE("report model: merging shards gives the whole report, in canonical order") {
+  const Report whole = test::sample_report();
+  Report a = whole, b = whole;
+  a.inputs = {whole.inputs[1]};
+  b.inputs = {whole.inputs[0]};
+  a.runs.clear();
+  b.runs.clear();
+  for (const ImplRun& r : whole.runs) (r.batch_id == a.inputs[0].batch_id ? a : b).runs.push_back(r);
+  a.cases = {whole.cases[1]};
+  b.cases = {whole.cases[0]};
+  a.settings.shard = 0;
+  b.settings.shard = 1;
+  a.settings.shards = b.settings.shards = 2;
+  const Report merged = merge_reports({a, b}, {"s0", "s1"});
+  CHECK(mask_volatile(report_to_json(merged)) == mask_volatile(report_to_json(whole)));
+  CHECK(merged.shards_merged == std::vector<std::string>{"s0", "s1"});
+
+  Report other = b;
+  other.settings.seed = 99;
+  CHECK_THROWS_AS(merge_reports({a, other}, {"s0", "s1"}), InputError);
+}
