@@ -1,5 +1,6 @@
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/check.cuh"
+#include "gpu/common/cp_async.cuh"
 #include "gpu/common/fp4_mma.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
 #include "core/constants.hpp"
@@ -138,18 +139,6 @@ struct TileSlot {
   uint4 frag[32][2];
   float scale[32];
 };
-
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src));
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
-}
 
 // How a fast row turns group sums into head scores (fp4_mma.cuh): the split route, or four
 // accumulators with integer multipliers converted through the float bits of 2^23 + S (when the
