@@ -74,6 +74,43 @@ void read_vector(const Reader& in, const std::string& path, Elem elem, int rank,
     in.fail(path, "could not be read (corrupt or unsupported storage)");
 }
 
+// A memory string type of the stored character set: HDF5 converts neither ASCII to UTF-8 nor
+// back, so an ASCII memory type cannot read h5py's UTF-8 strings.
+Handle string_mem_type(hid_t stored, size_t size) {
+  Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_cset(mem.get(), H5Tget_cset(stored));
+  H5Tset_size(mem.get(), size);
+  return mem;
+}
+
+// Variable length (h5py's default): HDF5 allocates the text, we free it.
+bool read_variable_string(hid_t attr, hid_t stored, std::string* out) {
+  Handle mem = string_mem_type(stored, H5T_VARIABLE);
+  char* text = nullptr;
+  if (H5Aread(attr, mem.get(), &text) < 0) return false;
+  *out = text ? text : "";
+  H5free_memory(text);
+  return true;
+}
+
+// Fixed length: read the stored bytes unchanged (same padding), then drop the padding the file
+// declares: everything from the first NUL, or trailing spaces of a space-padded string.
+bool read_fixed_string(hid_t attr, hid_t stored, std::string* out) {
+  const size_t size = H5Tget_size(stored);
+  Handle mem = string_mem_type(stored, size);
+  const H5T_str_t pad = H5Tget_strpad(stored);
+  H5Tset_strpad(mem.get(), pad);
+  std::string buf(size, '\0');
+  if (H5Aread(attr, mem.get(), buf.data()) < 0) return false;
+  if (pad == H5T_STR_SPACEPAD) {
+    while (!buf.empty() && buf.back() == ' ') buf.pop_back();
+  } else {
+    buf.resize(std::min(buf.find('\0'), buf.size()));
+  }
+  *out = buf;
+  return true;
+}
+
 }  // namespace
 
 Handle& Handle::operator=(Handle&& other) noexcept {
@@ -209,6 +246,14 @@ int64_t Reader::int_attr(const std::string& object, const std::string& name) con
   Handle space(H5Aget_space(attr.get()), H5Sclose);
   if (!type.valid() || H5Tget_class(type.get()) != H5T_INTEGER) fail(what, "is not an integer");
   if (H5Sget_simple_extent_npoints(space.get()) != 1) fail(what, "is not a single value");
+  if (H5Tget_size(type.get()) > 8) fail(what, "is an integer wider than 64 bits");
+  // Unsigned values are read as unsigned: HDF5 would clip a uint64 above INT64_MAX silently.
+  if (H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+    uint64_t value = 0;
+    if (H5Aread(attr.get(), H5T_NATIVE_UINT64, &value) < 0) fail(what, "could not be read");
+    if (value > uint64_t(std::numeric_limits<int64_t>::max())) fail(what, std::to_string(value) + " is out of range");
+    return int64_t(value);
+  }
   int64_t value = 0;
   if (H5Aread(attr.get(), H5T_NATIVE_INT64, &value) < 0) fail(what, "could not be read");
   return value;
@@ -221,24 +266,11 @@ std::string Reader::string_attr(const std::string& object, const std::string& na
   Handle space(H5Aget_space(attr.get()), H5Sclose);
   if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING) fail(what, "is not a string");
   if (H5Sget_simple_extent_npoints(space.get()) != 1) fail(what, "is not a single string");
-  if (H5Tis_variable_str(type.get()) > 0) {
-    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mem.get(), H5T_VARIABLE);
-    char* text = nullptr;
-    if (H5Aread(attr.get(), mem.get(), &text) < 0) fail(what, "could not be read");
-    std::string value = text ? text : "";
-    H5free_memory(text);
-    return value;
-  }
-  const size_t size = H5Tget_size(type.get());
-  std::string buf(size, '\0');
-  Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(mem.get(), size);
-  H5Tset_strpad(mem.get(), H5T_STR_NULLPAD);
-  if (H5Aread(attr.get(), mem.get(), buf.data()) < 0) fail(what, "could not be read");
-  buf.resize(std::min(buf.find('\0'), buf.size()));
-  while (!buf.empty() && buf.back() == ' ') buf.pop_back();  // space-padded fixed strings
-  return buf;
+  std::string value;
+  const bool ok = H5Tis_variable_str(type.get()) > 0 ? read_variable_string(attr.get(), type.get(), &value)
+                                                      : read_fixed_string(attr.get(), type.get(), &value);
+  if (!ok) fail(what, "could not be read");
+  return value;
 }
 
 // ---------------------------------------------------------------- Writer

@@ -85,23 +85,27 @@ struct RawFile {
   ~RawFile() { H5Fclose(id); }
 };
 
-void set_int_attr(const std::string& file, const std::string& obj, const std::string& name, int64_t value) {
+// Stored as `type` (int64 by default, as h5py writes Python ints).
+void set_int_attr(const std::string& file, const std::string& obj, const std::string& name, int64_t value,
+                  hid_t type = H5T_STD_I64LE) {
   RawFile f(file);
   H5Adelete_by_name(f.id, obj.c_str(), name.c_str(), H5P_DEFAULT);
   hid_t space = H5Screate(H5S_SCALAR);
-  hid_t attr = H5Acreate_by_name(f.id, obj.c_str(), name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t attr = H5Acreate_by_name(f.id, obj.c_str(), name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   REQUIRE(H5Awrite(attr, H5T_NATIVE_INT64, &value) >= 0);
   H5Aclose(attr);
   H5Sclose(space);
 }
 
-// Variable-length string, as h5py writes them (the reader must take both kinds).
-void set_string_attr(const std::string& file, const std::string& obj, const std::string& name, const std::string& value) {
+// Variable-length string; UTF-8 is how h5py writes a Python str (the reader must take every kind).
+void set_string_attr(const std::string& file, const std::string& obj, const std::string& name, const std::string& value,
+                     H5T_cset_t cset = H5T_CSET_ASCII) {
   RawFile f(file);
   H5Adelete_by_name(f.id, obj.c_str(), name.c_str(), H5P_DEFAULT);
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, cset);
   hid_t attr = H5Acreate_by_name(f.id, obj.c_str(), name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   const char* text = value.c_str();
   REQUIRE(H5Awrite(attr, type, &text) >= 0);
@@ -194,6 +198,29 @@ TEST_CASE("batch file: every dataset and attribute round-trips", "[batch_io]") {
   REQUIRE(back.request_start == b.request_start);  // finalize() ran
   for (const auto& entry : fs::directory_iterator(scratch_dir()))  // atomic write left no temp file
     REQUIRE(entry.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+TEST_CASE("batch file: attributes stored the way h5py and other writers store them read the same", "[batch_io]") {
+  Batch b = test::small_batch(19);
+  b.description = "captured: engine step 7 on H200 \xe2\x80\x94 \xc2\xb5s timings";  // UTF-8 text
+  const std::string path = scratch("attr-forms.h5");
+  write_batch(path, b);
+  for (const char* name : {"format", "origin", "description"}) {
+    const std::string value = name[0] == 'f' ? "dsa-indexer-batch" : name[0] == 'o' ? b.origin : b.description;
+    set_string_attr(path, "/", name, value, H5T_CSET_UTF8);
+  }
+  for (const Layer& l : b.layers)
+    set_string_attr(path, "/layers/" + std::to_string(l.id), "role", role_name(l.role), H5T_CSET_UTF8);
+  const struct { const char* name; int64_t value; hid_t type; } ints[] = {
+      {"format_version", b.format_version, H5T_STD_U8LE}, {"heads", 32, H5T_STD_I16BE},
+      {"head_dim", 128, H5T_STD_U16LE}, {"block_size", 8, H5T_STD_I8LE}, {"topk_blocks", 2048, H5T_STD_U32BE},
+      {"topk", b.topk, H5T_STD_I64LE}, {"page_size", b.page_size, H5T_STD_U64LE},
+      {"compress_ratio", b.compress_ratio, H5T_STD_U8LE}, {"source_layer", b.source_layer, H5T_STD_I8LE}};
+  for (const auto& a : ints) set_int_attr(path, "/", a.name, a.value, a.type);
+  const Batch back = read_batch(path);
+  require_same_batch(b, back);
+  REQUIRE(content_id(back) == content_id(b));  // the ID hashes values, not storage forms
+  REQUIRE(cli_validate(path) == 0);
 }
 
 TEST_CASE("batch file: outputs are stored under their map key", "[batch_io]") {
