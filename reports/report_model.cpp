@@ -278,7 +278,9 @@ json mask_volatile(json j) {
   const char* masked = "<masked>";
   if (j.contains("environment")) {
     json& env = j["environment"];
-    for (const char* key : {"host", "os", "commit", "started_at", "version", "driver", "sm_clock", "gpu_detail"})
+    // The machine, GPU model and CUDA version included: a snapshot must not depend on the host.
+    for (const char* key : {"host", "os", "commit", "started_at", "version", "gpu", "driver", "cuda", "sm_clock",
+                            "gpu_detail"})
       if (env.contains(key)) env[key] = masked;
   }
   if (j.contains("settings")) {

@@ -144,7 +144,7 @@ ImplRun impl_run_from_json(const nlohmann::json& json);
 nlohmann::json case_to_json(const CaseResult& c);
 CaseResult case_from_json(const nlohmann::json& json);
 
-// Replaces the volatile fields (timestamps, durations, host, commit, kernel timings; the CPU
+// Replaces the volatile fields (timestamps, durations, host, GPU model, commit, kernel timings; the CPU
 // implementations' stage timings altogether) by fixed markers, for golden snapshots and for
 // "equal to one whole run" checks.
 nlohmann::json mask_volatile(nlohmann::json report_json);
