@@ -28,5 +28,6 @@ ImplementationPtr make_gpu_sparse() { return std::make_unique<Unsupported>("gpu-
 ImplementationPtr make_gpu_mask() { return std::make_unique<Unsupported>("gpu-mask"); }
 std::string describe_device() { return "none (this build has no CUDA)"; }
 std::string unavailable_reason() { return "this build has no CUDA (configured without nvcc)"; }
+int device_count() { return 0; }
 }  // namespace dsa::gpu
 #endif

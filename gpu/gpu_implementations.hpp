@@ -16,4 +16,7 @@ std::string describe_device();
 // kernel, so it is safe in static initializers (tests/gpu uses it to exit 77 before Catch runs).
 std::string unavailable_reason();
 
+// CUDA devices this process can see (after CUDA_VISIBLE_DEVICES); 0 without CUDA or a driver.
+int device_count();
+
 }  // namespace dsa::gpu

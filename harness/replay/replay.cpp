@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -21,6 +23,7 @@
 #include "harness/replay/cases.hpp"
 #include "harness/replay/case_log.hpp"
 #include "harness/batch/row_selection.hpp"
+#include "gpu/gpu_implementations.hpp"
 #include "reports/printers.hpp"
 
 extern char** environ;
@@ -285,6 +288,40 @@ std::vector<std::string> device_args(const ReplayOptions& o, Shard sub, int devi
   return a;
 }
 
+// The GPU ids this process can use, as CUDA_VISIBLE_DEVICES and nvidia-smi number them: CUDA
+// sees the first device_count() entries of CUDA_VISIBLE_DEVICES (it stops at the first id that
+// does not exist), or 0..count-1 when the variable is not set.
+std::vector<std::string> visible_gpus() {
+  const int count = gpu::device_count();
+  std::vector<std::string> ids;
+  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::stringstream list(env);
+    std::string id;
+    while (std::getline(list, id, ',')) ids.push_back(id.substr(0, id.find_last_not_of(" ") + 1));
+  } else {
+    for (int i = 0; i < count; ++i) ids.push_back(std::to_string(i));
+  }
+  ids.resize(std::min(ids.size(), size_t(count)));
+  return ids;
+}
+
+// --devices is checked before any process starts: a GPU that does not exist would otherwise
+// surface only after the run, as shards that "ran on different GPU models". A process started
+// for one GPU (CUDA_VISIBLE_DEVICES=K, --devices K) passes the same check.
+void check_devices(const std::vector<int>& devices) {
+  std::set<int> seen;
+  for (int d : devices)
+    if (!seen.insert(d).second) throw InputError("--devices", "GPU " + std::to_string(d), "is named twice");
+  if (devices.empty()) return;
+  const std::vector<std::string> ids = visible_gpus();
+  std::string here = ids.empty() ? "no GPU here: " + gpu::unavailable_reason() : "GPUs here:";
+  for (const std::string& id : ids) here += " " + id;
+  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES")) here += std::string(" (CUDA_VISIBLE_DEVICES=") + env + ")";
+  for (int d : devices)
+    if (std::find(ids.begin(), ids.end(), std::to_string(d)) == ids.end())
+      throw InputError("--devices", "GPU " + std::to_string(d), "does not exist (" + here + ")");
+}
+
 // Starts this program on one device: CUDA_VISIBLE_DEVICES narrows the child to that GPU.
 pid_t spawn_on_device(const std::string& program, const std::vector<std::string>& args, int device) {
   std::vector<std::string> env_text;
@@ -381,6 +418,7 @@ std::vector<ImplAvailability> list_implementations() {
 Report run_replay(const ReplayOptions& o) {
   if (o.repeat < 1) throw InputError("--repeat", std::to_string(o.repeat), "must be at least 1");
   if (!(o.tolerance >= 0)) throw InputError("--tolerance", std::to_string(o.tolerance), "must be >= 0");
+  check_devices(o.devices);
   if (o.devices.size() > 1 && o.case_id.empty()) return run_on_devices(o);
   std::optional<CaseId> only;
   ReplayOptions opt = o;

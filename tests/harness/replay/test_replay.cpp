@@ -12,6 +12,7 @@
 
 #include "harness/batch/batch_io.hpp"
 #include "core/errors.hpp"
+#include "gpu/gpu_implementations.hpp"
 #include "harness/impls/registry.hpp"
 #include "harness/replay/replay.hpp"
 #include "harness/replay/cases.hpp"
@@ -172,21 +173,34 @@ TEST_CASE("replay: shard runs merged equal one whole run") {
   CHECK(first_difference(masked(merged), masked(whole)) == "");
 }
 
-TEST_CASE("replay: --devices runs one process per device and merges them into the whole run") {
+// Hermetic on zero, one or several GPUs: the id one past the last GPU this process sees never
+// exists (under a CUDA_VISIBLE_DEVICES list, one no host has). The run over several GPUs is
+// test_gpu_devices, which needs two.
+TEST_CASE("replay: --devices naming a GPU that does not exist is refused before anything runs") {
   TempDir dir("devices");
-  const Report whole = run_replay(quick(dir.sub("whole")));
-  ReplayOptions o = quick(dir.sub("spread"));
-  o.devices = {0, 1};
+  const int count = gpu::device_count();
+  const int missing = std::getenv("CUDA_VISIBLE_DEVICES") ? 4096 : count;
+  ReplayOptions o = quick(dir.sub("missing"));
+  o.devices = {missing};
   o.program = DSA_BINARY;
-  const Report spread = run_replay(o);
-  CHECK(fs::exists(dir.sub("spread") + "/device-0/report.json"));
-  CHECK(fs::exists(dir.sub("spread") + "/device-1/report.json"));
-  CHECK(spread.environment.devices == std::vector<int>{0, 1});
-  // Equal to the whole run but for the devices it records.
-  json a = masked(spread), b = masked(read_report(dir.sub("spread") + "/report.json"));
-  a["environment"]["devices"] = b["environment"]["devices"] = json::array();
-  CHECK(first_difference(a, masked(whole)) == "");
-  CHECK(first_difference(b, masked(whole)) == "");
+  const auto refusal = [&o] {
+    try {
+      run_replay(o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(not refused)");
+  };
+  const std::string message = refusal();
+  INFO(message);
+  CHECK(message.rfind("--devices: GPU " + std::to_string(missing) + ": does not exist (", 0) == 0);
+  if (count == 0) CHECK(message.find("no GPU here: ") != std::string::npos);
+  CHECK(!fs::exists(dir.sub("missing")));  // refused up front: no process ran, nothing written
+  o.devices = {missing, missing};
+  CHECK(refusal() == "--devices: GPU " + std::to_string(missing) + ": is named twice");
+  const std::string smoke = kFixtures + "/smoke.h5 --impl reference-sparse --rows 4 -o " + dir.sub("cli");
+  CHECK(cli("replay " + smoke + " --devices " + std::to_string(missing)) == kExitInvalid);
+  CHECK(cli("replay " + smoke + " --devices 0,1," + std::to_string(missing)) == kExitInvalid);
 }
 
 TEST_CASE("replay: --case reruns exactly one case") {
@@ -270,5 +284,8 @@ TEST_CASE("replay CLI: exit codes") {
     for (const ImplRun& run : r.runs) reported |= run.impl == "gpu-sparse" && run.status == Disposition::not_supported;
     CHECK(reported);
     CHECK(cli("replay " + smoke + " --impl gpu-sparse --rows 4 -o " + dir.sub("f")) == kExitInvalid);
+  } else {
+    // Where it can run, naming it runs it, and it agrees with the references.
+    CHECK(cli("replay " + smoke + " --impl gpu-sparse,gpu-mask --rows 4 -o " + dir.sub("f")) == kExitPass);
   }
 }
