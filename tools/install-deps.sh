@@ -1,17 +1,129 @@
 #!/usr/bin/env bash
-# Installs what dsa-harness needs from Debian 12 / Ubuntu 24.04 packages. Idempotent: packages
-# already present are left alone, so a second run costs a dpkg query.
+# Makes sure this machine can build and test dsa-harness. It checks capabilities, not package
+# names: a cmake new enough on PATH from any source (apt, pip, conda, Kitware), a C++ compiler and
+# make, the libraries CMake finds (tools/deps-probe runs the build's own cmake/dependencies.cmake),
+# and the Python modules the tests import (in the python3 on PATH or the system's /usr/bin/python3).
+# Only what is really missing is installed, with apt-get. Where that is impossible (no apt-get,
+# not root and no sudo, no network) it names exactly what is missing, and stops (exit 4) only
+# when the build cannot proceed. Idempotent: on a ready machine it installs nothing.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libhdf5-dev libeigen3-dev catch2 libcli11-dev
-      nlohmann-json3-dev libbenchmark-dev libssl-dev)
-if [[ "${DSA_WITH_BROWSER:-0}" == 1 ]]; then pkgs+=(chromium); fi
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
-  echo "install-deps: installing ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+cd "$(dirname "$0")/.."
+
+min_cmake=$(sed -n 's/^cmake_minimum_required(VERSION \([0-9.]*\)).*/\1/p' CMakeLists.txt)
+python_modules=(h5py numpy pytest pybind11)  # pybind11: the Python bindings' build
+blocking=()   # "what|package": the build cannot proceed without it
+optional=()   # "what|package": some tests or tools need it
+
+cmake_ok() {
+  command -v cmake >/dev/null 2>&1 || return 1
+  local v
+  v=$(cmake --version 2>/dev/null | sed -n '1s/.* version \([0-9][0-9.]*\).*/\1/p')
+  [[ -n "$v" && "$(printf '%s\n%s\n' "$min_cmake" "$v" | sort -V | head -1)" == "$min_cmake" ]]
+}
+
+# The Python that runs the tests: the one on PATH if it has every module, else the system's.
+python_has() {  # module...
+  local py imports
+  imports=$(IFS=,; echo "$*")
+  for py in python3 /usr/bin/python3; do
+    command -v "$py" >/dev/null 2>&1 && "$py" -c "import $imports" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
+check_tools() {
+  blocking=()
+  cmake_ok || blocking+=("cmake >= $min_cmake on PATH|cmake")
+  command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || blocking+=("a C++ compiler (c++)|build-essential")
+  command -v make >/dev/null 2>&1 || blocking+=("make|build-essential")
+}
+
+# Libraries, through the build's own find_package calls; needs the tools above.
+check_libraries() {
+  local dir need what package
+  dir=$(mktemp -d)
+  if ! cmake -S tools/deps-probe -B "$dir" >"$dir/log" 2>&1; then
+    echo "install-deps: the dependency probe failed:" >&2
+    tail -20 "$dir/log" >&2
+    rm -rf "$dir"
+    exit 4
+  fi
+  while IFS='|' read -r what package need || [[ -n $what ]]; do
+    [[ -z "$what" ]] && continue
+    if [[ "$need" == optional ]]; then optional+=("$what|$package"); else blocking+=("$what|$package"); fi
+  done <"$dir/missing.txt"
+  rm -rf "$dir"
+}
+
+check_extras() {
+  local m
+  command -v python3 >/dev/null 2>&1 || [[ -x /usr/bin/python3 ]] || optional+=("python3|python3")
+  for m in "${python_modules[@]}"; do
+    python_has "$m" || optional+=("Python module $m|python3-$m")
+  done
+  if [[ "${DSA_WITH_BROWSER:-0}" == 1 && ! -x /usr/bin/chromium ]]; then
+    optional+=("/usr/bin/chromium (HTML report tests)|chromium")
+  fi
+}
+
+packages_of() {  # "what|package"... -> unique package names
+  local e
+  for e in "$@"; do echo "${e#*|}"; done | sort -u
+}
+
+# apt-get where possible; false (and a line saying why) where not.
+install_packages() {
+  local sudo=()
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: no apt-get on this machine, cannot install: $*" >&2
+    return 1
+  fi
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else
+      echo "install-deps: not root and no password-less sudo, cannot install: $*" >&2
+      return 1
+    fi
+  fi
+  echo "install-deps: installing $*"
+  if ! "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 ||
+     ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; then
+    echo "install-deps: apt-get could not install them (offline?)" >&2
+    return 1
+  fi
+}
+
+report_missing() {  # label, "what|package"...
+  local label=$1 e
+  shift
+  for e in "$@"; do echo "install-deps: $label: ${e%|*} (Debian/Ubuntu package ${e#*|})" >&2; done
+}
+
+# 1. Tools: the library probe needs cmake and a compiler.
+check_tools
+if ((${#blocking[@]})); then
+  mapfile -t pkgs < <(packages_of "${blocking[@]}")
+  install_packages "${pkgs[@]}" || true
+  check_tools
+  if ((${#blocking[@]})); then
+    report_missing "missing, the build cannot proceed" "${blocking[@]}"
+    exit 4
+  fi
 fi
+
+# 2. Libraries and test modules: install what is missing in one apt-get call, then look again.
+check_libraries
+check_extras
+if ((${#blocking[@]} + ${#optional[@]})); then
+  mapfile -t pkgs < <(packages_of "${blocking[@]}" "${optional[@]}")
+  if install_packages "${pkgs[@]}"; then
+    blocking=() optional=()
+    check_libraries
+    check_extras
+  fi
+fi
+((${#optional[@]})) && report_missing "missing, some tests will fail without it" "${optional[@]}"
+if ((${#blocking[@]})); then
+  report_missing "missing, the build cannot proceed" "${blocking[@]}"
+  exit 4
+fi
+exit 0
