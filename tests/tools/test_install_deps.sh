@@ -8,6 +8,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
+# KEEP=1 keeps the sandbox (stubs, logs, output) for a look after a failure.
 trap '[[ -n ${KEEP:-} ]] || rm -rf "$tmp"' EXIT
 fail() { echo "test_install_deps: FAILED: $*" >&2; exit 1; }
 
