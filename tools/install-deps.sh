@@ -21,10 +21,11 @@ cmake_ok() {
   [[ -n "$v" && "$(printf '%s\n%s\n' "$min_cmake" "$v" | sort -V | head -1)" == "$min_cmake" ]]
 }
 
-# The Python that runs the tests: the one on PATH if it has every module, else the system's.
-python_has() {  # module...
+# The tests run with one Python that imports every module: the one on PATH, else the system's
+# (tests/CMakeLists.txt picks the same way).
+python_ready() {
   local py imports
-  imports=$(IFS=,; echo "$*")
+  imports=$(IFS=,; echo "${python_modules[*]}")
   for py in python3 /usr/bin/python3; do
     command -v "$py" >/dev/null 2>&1 && "$py" -c "import $imports" >/dev/null 2>&1 && return 0
   done
@@ -57,10 +58,14 @@ check_libraries() {
 
 check_extras() {
   local m
-  command -v python3 >/dev/null 2>&1 || [[ -x /usr/bin/python3 ]] || optional+=("python3|python3")
-  for m in "${python_modules[@]}"; do
-    python_has "$m" || optional+=("Python module $m|python3-$m")
-  done
+  local py=/usr/bin/python3  # where apt-get installs: name what it lacks
+  [[ -x $py ]] || py=$(command -v python3 || true)
+  if ! python_ready; then
+    [[ -n $py ]] || optional+=("python3|python3")
+    for m in "${python_modules[@]}"; do
+      [[ -n $py ]] && "$py" -c "import $m" >/dev/null 2>&1 || optional+=("Python module $m|python3-$m")
+    done
+  fi
   if [[ "${DSA_WITH_BROWSER:-0}" == 1 && ! -x /usr/bin/chromium ]]; then
     optional+=("/usr/bin/chromium (HTML report tests)|chromium")
   fi
