@@ -5,6 +5,7 @@
 #     pip, conda or Kitware): exit 0, the package manager never called, the probe ran that cmake.
 #  2. A header genuinely missing (CMake's search root hides nlohmann/json.hpp and its package
 #     config): exit 4, naming the header and its package, and nothing else as missing.
+#  3. The cmake on PATH older than cmake_minimum_required: exit 4, naming it, install attempted.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
@@ -22,9 +23,9 @@ real_cmake=$(command -v cmake) || fail "no cmake on PATH to stand in for one fro
 printf '#!/bin/sh\necho "$*" >>"%s/cmake.log"\nexec "%s" "$@"\n' "$tmp" "$real_cmake" >"$elsewhere/cmake"
 chmod +x "$stubs"/* "$elsewhere/cmake"
 
-sandbox() {  # runs install-deps.sh with the stubs; output in $tmp/out, exit code echoed
+sandbox() {  # runs install-deps.sh with the stubs (and $front before all); output in $tmp/out, exit code echoed
   local rc=0
-  env -u DSA_WITH_BROWSER PATH="$stubs:$elsewhere:$PATH" "$@" "$repo/tools/install-deps.sh" >"$tmp/out" 2>&1 || rc=$?
+  env -u DSA_WITH_BROWSER PATH="${front:+$front:}$stubs:$elsewhere:$PATH" "$@" "$repo/tools/install-deps.sh" >"$tmp/out" 2>&1 || rc=$?
   echo "$rc"
 }
 
@@ -73,3 +74,15 @@ others=$(grep "cannot proceed" "$tmp/out" | grep -v nlohmann || true)
 [[ -z $others ]] || fail "case 2: more than the hidden header reported missing: $others"
 [[ -e $tmp/package-manager.log ]] || fail "case 2: no install was attempted"
 echo "case 2 passed: exit 4: $(grep nlohmann "$tmp/out")"
+
+# ---- 3. a cmake too old for the project first on PATH
+old=$tmp/old/bin
+mkdir -p "$old"
+printf '#!/bin/sh\necho "cmake version 3.10.2"\n' >"$old/cmake"
+chmod +x "$old/cmake"
+rm -f "$tmp/package-manager.log"
+rc=$(front=$old sandbox)
+[[ $rc == 4 ]] || { cat "$tmp/out" >&2; fail "case 3: exit $rc, expected 4"; }
+grep -q "cannot proceed: cmake >= [0-9.]* on PATH (Debian/Ubuntu package cmake)" "$tmp/out" || { cat "$tmp/out" >&2; fail "case 3: the old cmake is not named"; }
+[[ -e $tmp/package-manager.log ]] || fail "case 3: no install was attempted"
+echo "case 3 passed: exit 4: $(grep 'cmake >=' "$tmp/out")"
