@@ -90,12 +90,16 @@ install_packages() {
     fi
   fi
   echo "install-deps: installing $*"
-  if ! "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 ||
-     ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; then
-    echo "install-deps: apt-get could not install them (offline?)" >&2
+  if ((!apt_updated)); then
+    "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 || { echo "install-deps: apt-get update failed (offline?)" >&2; return 1; }
+    apt_updated=1
+  fi
+  if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; then
+    echo "install-deps: apt-get could not install $*" >&2
     return 1
   fi
 }
+apt_updated=0
 
 report_missing() {  # label, "what|package"...
   local label=$1 e
@@ -115,16 +119,21 @@ if ((${#blocking[@]})); then
   fi
 fi
 
-# 2. Libraries and test modules: install what is missing in one apt-get call, then look again.
+# 2. Libraries, then test modules and tools: each group in its own apt-get call (an optional
+#    package this distribution lacks must not stop a library from being installed), then look again.
 check_libraries
 check_extras
-if ((${#blocking[@]} + ${#optional[@]})); then
-  mapfile -t pkgs < <(packages_of "${blocking[@]}" "${optional[@]}")
-  if install_packages "${pkgs[@]}"; then
-    blocking=() optional=()
-    check_libraries
-    check_extras
-  fi
+installed=0
+for group in blocking optional; do
+  declare -n entries=$group
+  ((${#entries[@]})) || continue
+  mapfile -t pkgs < <(packages_of "${entries[@]}")
+  install_packages "${pkgs[@]}" && installed=1
+done
+if ((installed)); then
+  blocking=() optional=()
+  check_libraries
+  check_extras
 fi
 ((${#optional[@]})) && report_missing "missing, some tests will fail without it" "${optional[@]}"
 if ((${#blocking[@]})); then
