@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 source tools/cuda-path.sh
 cmake --preset default >/dev/null
-cmake --build --preset default --target dsa-harness
+cmake --build --preset default --parallel "$(nproc)" --target dsa-harness
 exec build/dsa-harness replay "$@"

@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 source tools/cuda-path.sh
 cmake --preset default >/dev/null
-cmake --build --preset default
+cmake --build --preset default --parallel "$(nproc)"  # all cores (2 on CI, 16 on the GPU box)
 ctest --preset default "$@"
