@@ -7,7 +7,8 @@
 #   batch, and the per-kernel timing table of chunk-256k, printed last.
 # Usage (repo root):  tools/device-check.sh [STAGE...]
 #   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
-#   given stages run in the order given)
+#   given stages run in the order given); also readme (the README's two commands, offline) and
+#   sanitize (compute-sanitizer racecheck and initcheck on smoke), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
 # timings.md and logs.tgz (every stage's full log).
 set -uo pipefail
@@ -90,6 +91,24 @@ do_memcheck() {
   else
     note "memcheck: compute-sanitizer not found"
   fi
+}
+
+# The README's two commands as a new user runs them on the (offline) GPU box: the main job must
+# run the GPU implementations (not "not run"), the test command every test, gpu label included.
+do_readme() {
+  stage readme-run-main 600 tools/run-main.sh
+  grep -E "gpu-|passed|not run|INCORRECT" "$LOGS/readme-run-main.log" | tail -12 | tee -a "$SUMMARY"
+  stage readme-test 900 tools/test.sh
+  grep -E "tests passed|Skipped|Failed|\*\*\*|Not Run" "$LOGS/readme-test.log" | head -20 | tee -a "$SUMMARY"
+}
+
+# compute-sanitizer's race and initialisation checkers on the smoke batch (both implementations).
+do_sanitize() {
+  for tool in racecheck initcheck; do
+    DSA_CHECK_PRESET=smoke stage "$tool-smoke" 400 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$B/tests/test_gpu" "$CHECK"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$LOGS/$tool-smoke.log" | head -6 | tee -a "$SUMMARY"
+  done
 }
 
 do_timing() {
