@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/records.hpp"
+#include "core/rules.hpp"
 
 namespace dsa {
 
@@ -102,7 +103,7 @@ struct RunSettings {
   std::string rows = "all";
   unsigned long long seed = 0;
   int repeat = 1;
-  double tolerance = 1.0 / 32;
+  double tolerance = rules::kFloorTolerance;
   int shard = 0, shards = 1;
 };
 

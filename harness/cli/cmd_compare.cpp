@@ -12,13 +12,14 @@
 #include "harness/compare/compare.hpp"
 #include "core/errors.hpp"
 #include "harness/impls/registry.hpp"
+#include "core/rules.hpp"
 
 namespace dsa::cli {
 namespace {
 
 struct CompareArgs {
   std::string file, results, impl, against;
-  double tolerance = metrics::kDefaultFloorTolerance;
+  double tolerance = rules::kFloorTolerance;
 };
 
 // A group by name: the result file first, then the batch's recorded outputs ("NAME" or

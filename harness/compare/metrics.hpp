@@ -12,10 +12,10 @@
 #include "core/batch.hpp"
 #include "core/results.hpp"
 #include "core/records.hpp"
+#include "core/rules.hpp"
 
 namespace dsa::metrics {
 
-constexpr double kDefaultFloorTolerance = 1.0 / 32;  // 2^-5, the public test's
 constexpr size_t kMaxMismatches = 8;                  // kept per metric, in row order
 
 // One table of picks: positions [rows, topk] with -1 padding, or blocks [rows, 2048] with
@@ -89,10 +89,11 @@ MetricResult tie_exactness(const std::vector<RowRef>& rows, const PickTable& a, 
 // per_row = floor margin: min over a's picks of (score - floor) / |floor|.
 MetricResult selection_floor(const std::vector<RowRef>& rows, const PickTable& a, const PickTable& b,
                              const PickTable* candidate_blocks, const RankFn& dense, int topk,
-                             double tolerance = kDefaultFloorTolerance);
+                             double tolerance = rules::kFloorTolerance);
 
-// Score fidelity over the valid cells of rows where both sides recorded scores: share of
-// bit-identical cells, max ulp distance, calc_diff = 1 - 2*sum(xy)/sum(x^2+y^2).
+// Score fidelity over the valid cells, when both sides recorded scores on the layer: a compared
+// row missing or shorter on a's side fails (missing_rows); +0 against -0 is counted, not judged;
+// share of bit-identical cells, max ulp distance, calc_diff = 1 - 2*sum(xy)/sum(x^2+y^2).
 MetricResult dense_fidelity(const std::vector<RowRef>& rows, const LayerResult& a, const LayerResult& b);
 MetricResult sparse_fidelity(const std::vector<RowRef>& rows, const LayerResult& a, const LayerResult& b);
 
@@ -102,7 +103,7 @@ MetricResult two_level_quality(const std::vector<RowRef>& rows, const PickTable&
                                const PickTable& a_blocks, const TopkFn& exact_topk);
 
 // Tails: each tail row's picks against the full-table picks of the same row (|tail ∩ full| /
-// |full|). failures = rows below `threshold` (1.0 for the own-path rule, 0.98 public test).
+// |full|). failures = rows below `threshold` (rules::kOwnPathExact, rules::kPublicTailOverlap).
 MetricResult tail_agreement(const std::vector<RowRef>& tail_refs, const PickTable& tails,
                             const PickTable& full, double threshold = 1.0);
 

@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "harness/replay/replay.hpp"
+#include "core/rules.hpp"
 #include "reference/scores.hpp"
 
 namespace dsa {
@@ -70,7 +71,7 @@ std::vector<int> parse_rows_text(const std::string& text, int row_count) {
 
 std::string rerun_command(const std::string& input, const std::string& case_id, double tolerance) {
   std::string cmd = "dsa-harness replay " + input + " --case " + case_id;
-  if (tolerance != 1.0 / 32) {
+  if (tolerance != rules::kFloorTolerance) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " --tolerance %.17g", tolerance);
     cmd += buf;

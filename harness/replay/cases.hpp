@@ -7,13 +7,14 @@
 #include "core/batch.hpp"
 #include "core/results.hpp"
 #include "reports/report_model.hpp"
+#include "core/rules.hpp"
 
 namespace dsa {
 
 struct CaseContext {
   std::string batch_id, input, impl;
   std::vector<int> rows;  // empty: all rows
-  double tolerance = 1.0 / 32;
+  double tolerance = rules::kFloorTolerance;
 };
 
 // One case per layer ("24/tail" joins case "24"; "blocks" is its own case), comparisons in the

@@ -11,6 +11,7 @@
 
 #include "reports/report_model.hpp"
 #include "harness/replay/shard.hpp"
+#include "core/rules.hpp"
 
 namespace dsa {
 
@@ -20,7 +21,7 @@ struct ReplayOptions {
   std::string rows = "all";         // --rows all|N|i,j,k
   uint64_t seed = 0;
   int repeat = 1;                   // >= 2: check that repeated runs are bitwise identical
-  double tolerance = 1.0 / 32;
+  double tolerance = rules::kFloorTolerance;
   std::string case_id;              // --case: rerun exactly this case
   std::string out_dir = "dsa-report";
   std::optional<Shard> shard;       // default: from the environment (Slurm array, Indexed Job)

@@ -287,18 +287,33 @@ TEST_CASE("selection floor: a pick below the floor and a missed high candidate")
     CHECK(record(restricted, "floor.pick_violations") == 1);
     CHECK(record(restricted, "floor.miss_violations") == (best / 8 == worst / 8 || best / 8 == 4 ? 1 : 0));
   }
-  SECTION("tolerance: a pick just under the floor passes inside 2^-5") {
-    // Row 0 with a custom ranking: floor 1.0, the replacement pick scores 0.99.
-    std::vector<int32_t> r0 = table_of({{0, 1, 2, 3, 4, 5, 6, 7}}, kK, kPositionPad);
-    std::vector<int32_t> g0 = table_of({{0, 1, 2, 3, 4, 5, 6, 8}}, kK, kPositionPad);
-    RankFn near = [](int, const std::vector<int32_t>& ids) {
-      std::vector<double> s;
-      for (int32_t p : ids) s.push_back(p < 8 ? 2.0 - p / 7.0 : p == 8 ? 0.99 : 0.5);
-      return s;
+  SECTION("the default tolerance is exactly 2^-5 of |floor|, at both sides") {
+    // Row 0: b picks 0..7 with scores 2 - p/7 (floor 1.0 at position 7); position 8 scores
+    // `edge`, everything else 0.5. The public test's 2^-5 is written out here, not taken from
+    // the rules header, so a changed constant fails.
+    constexpr double kTol = 0.03125;
+    const std::vector<int32_t> r0 = table_of({{0, 1, 2, 3, 4, 5, 6, 7}}, kK, kPositionPad);
+    const std::vector<int32_t> g0 = table_of({{0, 1, 2, 3, 4, 5, 6, 8}}, kK, kPositionPad);
+    auto ranking = [](double edge) -> RankFn {
+      return [edge](int, const std::vector<int32_t>& ids) {
+        std::vector<double> s;
+        for (int32_t p : ids) s.push_back(p < 8 ? 2.0 - p / 7.0 : p == 8 ? edge : 0.5);
+        return s;
+      };
     };
-    const PickTable a0 = positions_table(g0, kK), b0 = positions_table(r0, kK);
-    CHECK(selection_floor(refs(1, 16), a0, b0, nullptr, near, kK).failures == 0);
-    CHECK(selection_floor(refs(1, 16), a0, b0, nullptr, near, kK, 0.001).failures == 1);
+    const PickTable own = positions_table(r0, kK), swapped = positions_table(g0, kK);
+    const double low = 1.0 - kTol, high = 1.0 + kTol;
+    // A pick exactly 2^-5 below the floor passes; one ulp further fails.
+    CHECK(selection_floor(refs(1, 16), swapped, own, nullptr, ranking(low), kK).failures == 0);
+    CHECK(selection_floor(refs(1, 16), swapped, own, nullptr, ranking(std::nextafter(low, 0.0)), kK).failures == 1);
+    // A missed candidate exactly 2^-5 above the floor passes; one ulp further fails.
+    CHECK(selection_floor(refs(1, 16), own, own, nullptr, ranking(high), kK).failures == 0);
+    const MetricResult miss = selection_floor(refs(1, 16), own, own, nullptr, ranking(std::nextafter(high, 2.0)), kK);
+    CHECK(miss.failures == 1);
+    CHECK(record(miss, "floor.miss_violations") == 1);
+    CHECK(record(miss, "floor.tolerance") == kTol);
+    // An explicit tolerance replaces the default.
+    CHECK(selection_floor(refs(1, 16), swapped, own, nullptr, ranking(low), kK, 0.001).failures == 1);
   }
   SECTION("rows with fewer than k reference picks are exempt") {
     std::vector<int32_t> short_ref = table_of({{0, 1, 2}}, kK, kPositionPad);

@@ -264,6 +264,15 @@ TEST_CASE("replay: a wrong recorded output fails, prints its rerun command, and 
   CHECK(read_text(out + "/junit.xml").find("<failure") != std::string::npos);
 }
 
+TEST_CASE("replay: every default tolerance is the rules' 2^-5") {
+  CHECK(ReplayOptions{}.tolerance == 0.03125);
+  CHECK(CaseContext{}.tolerance == 0.03125);
+  CHECK(RunSettings{}.tolerance == 0.03125);
+  // A rerun line names --tolerance only when it differs from the default.
+  CHECK(rerun_command("b.h5", "id", 0.03125).find("--tolerance") == std::string::npos);
+  CHECK(rerun_command("b.h5", "id", 0.0625).find("--tolerance 0.0625") != std::string::npos);
+}
+
 TEST_CASE("replay CLI: exit codes") {
   TempDir dir("cli");
   const std::string smoke = kFixtures + "/smoke.h5";
