@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/rules.hpp"
 #include "reference/formats.hpp"
 #include "reference/scores.hpp"
 #include "reference/selection.hpp"
@@ -16,8 +17,6 @@ using metrics::PickTable;
 using metrics::RankFn;
 using metrics::RowRef;
 
-constexpr double kPublicAgreement = 0.95;  // the public test's per-row agreement
-constexpr double kPublicTailOverlap = 0.98;
 constexpr size_t kRowFigureIds = 8;        // missed / extra positions kept per row
 
 // ---- ranking scores with the reference, for the rows and positions a metric asks about ----
@@ -182,15 +181,28 @@ Ranking ranking_of(PathKind path, Role role) {
 
 // ---- assembling one layer's comparison ----
 
-void add(LayerComparison& lc, const MetricResult& m, const std::string& metric, bool judged) {
-  lc.records.insert(lc.records.end(), m.records.begin(), m.records.end());
-  if (!judged || m.failures == 0) return;
+// The first failing metric names the layer's failure; mismatches of every failing metric are kept.
+void fail(LayerComparison& lc, const std::string& metric, const std::vector<Mismatch>& mismatches) {
   if (lc.disposition == Disposition::passed) {
     lc.disposition = Disposition::incorrect;
     lc.failed_metric = metric;
   }
-  for (const Mismatch& mm : m.mismatches)
+  for (const Mismatch& mm : mismatches)
     if (lc.mismatches.size() < metrics::kMaxMismatches) lc.mismatches.push_back(mm);
+}
+
+void add(LayerComparison& lc, const MetricResult& m, const std::string& metric, bool judged) {
+  lc.records.insert(lc.records.end(), m.records.begin(), m.records.end());
+  if (!judged || m.failures == 0) return;
+  fail(lc, metric, m.mismatches);
+}
+
+// A metric judged by the share of its good rows (record `share`) against a rule's minimum.
+void add_share(LayerComparison& lc, const MetricResult& m, const std::string& metric, const std::string& share,
+               double minimum) {
+  lc.records.insert(lc.records.end(), m.records.begin(), m.records.end());
+  for (const Record& r : m.records)
+    if (r.name == share && r.value < minimum) fail(lc, metric, m.mismatches);
 }
 
 std::vector<int32_t> sorted_picks(const PickTable& t, int64_t index) {
@@ -238,20 +250,30 @@ LayerComparison not_run(const std::string& layer, const std::string& role, const
   return lc;
 }
 
+// An output the other side recorded and the implementation under test did not.
+LayerComparison missing(const std::string& layer, const std::string& role, const std::string& what) {
+  LayerComparison lc;
+  lc.layer = layer;
+  lc.role = role;
+  lc.disposition = Disposition::incorrect;
+  lc.failed_metric = what;
+  return lc;
+}
+
 LayerComparison compare_blocks(const Context& c) {
   LayerComparison lc;
   lc.layer = "blocks";
   lc.role = "blocks";
   const std::vector<RowRef> rows = metrics::full_rows(c.batch, c.rows);
   const PickTable a = metrics::blocks_table(c.a.blocks), b = metrics::blocks_table(c.b.blocks);
-  add(lc, metrics::validity_blocks(rows, a), "validity", true);
-  const MetricResult agreement = metrics::set_agreement(rows, a, b, c.rule == Rule::public_test ? kPublicAgreement : 1.0, "block");
+  add_share(lc, metrics::validity_blocks(rows, a), "validity", "validity", rules::kValidityMinimum);
+  const MetricResult agreement = metrics::set_agreement(rows, a, b, c.rule == Rule::public_test ? rules::kPublicAgreement : rules::kOwnPathExact, "block");
   add(lc, agreement, "agreement", c.rule == Rule::public_test);
   if (c.rule == Rule::own_path) {
     const Layer* source = c.batch.source();
     const MetricResult exact =
         metrics::tie_exactness(rows, a, b, block_rank(c.batch, *source, ranking_of(c.b_path, Role::source)), "block");
-    add(lc, exact, "exactness", true);
+    add_share(lc, exact, "exactness", "exact", rules::kOwnPathExact);
     add_row_figures(lc, rows, a, b, agreement, &exact, nullptr);
   } else {
     add_row_figures(lc, rows, a, b, agreement, nullptr, nullptr);
@@ -281,7 +303,7 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
   const bool consumer = layer.role == Role::consumer;
   const PickTable* own_blocks = consumer && a_blocks.present() ? &a_blocks : nullptr;
 
-  add(lc, metrics::validity_positions(rows, a, c.batch.topk, own_blocks), "validity", true);
+  add_share(lc, metrics::validity_positions(rows, a, c.batch.topk, own_blocks), "validity", "validity", rules::kValidityMinimum);
 
   if (c.rule == Rule::public_test) {
     // The public test measures the sparse path against the mask path's picks and floor,
@@ -290,7 +312,7 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
     const PickTable& sparse_side = mask_under_test ? b : a;
     const PickTable& mask_side = mask_under_test ? a : b;
     const PickTable sparse_blocks = metrics::blocks_table(mask_under_test ? c.b.blocks : c.a.blocks);
-    const MetricResult agreement = metrics::set_agreement(rows, sparse_side, mask_side, kPublicAgreement);
+    const MetricResult agreement = metrics::set_agreement(rows, sparse_side, mask_side, rules::kPublicAgreement);
     add(lc, agreement, "agreement", true);
     const MetricResult floor =
         metrics::selection_floor(rows, sparse_side, mask_side, consumer && sparse_blocks.present() ? &sparse_blocks : nullptr,
@@ -298,7 +320,7 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
     add(lc, floor, "floor", true);
     add_row_figures(lc, rows, sparse_side, mask_side, agreement, nullptr, &floor);
   } else {
-    const MetricResult agreement = metrics::set_agreement(rows, a, b);
+    const MetricResult agreement = metrics::set_agreement(rows, a, b, rules::kOwnPathExact);
     add(lc, agreement, "agreement", false);
     if (c.rule == Rule::own_path) {
       int64_t reselected = 0;
@@ -308,7 +330,7 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
       const PickTable e = metrics::positions_table(expected, c.batch.topk);
       const MetricResult exact =
           metrics::tie_exactness(rows, a, e, position_rank(c.batch, layer, ranking_of(c.b_path, layer.role)));
-      add(lc, exact, "exactness", true);
+      add_share(lc, exact, "exactness", "exact", rules::kOwnPathExact);
       if (consumer)
         lc.records.push_back({"exact.rows_on_own_blocks", double(reselected), "count", ""});
       add_row_figures(lc, rows, a, e, agreement, &exact, nullptr);
@@ -331,9 +353,9 @@ LayerComparison compare_tails(const Context& c, const Layer& layer) {
   const PickTable tails = metrics::positions_table(la.tail_positions, c.batch.topk);
   const PickTable full = metrics::positions_table(la.positions, c.batch.topk);
   const PickTable a_blocks = metrics::blocks_table(c.a.blocks);
-  add(lc, metrics::validity_positions(rows, tails, c.batch.topk, a_blocks.present() ? &a_blocks : nullptr, "tail position"),
-      "validity", true);
-  const double threshold = c.rule == Rule::public_test ? kPublicTailOverlap : 1.0;
+  add_share(lc, metrics::validity_positions(rows, tails, c.batch.topk, a_blocks.present() ? &a_blocks : nullptr, "tail position"),
+            "validity", "validity", rules::kValidityMinimum);
+  const double threshold = c.rule == Rule::public_test ? rules::kPublicTailOverlap : rules::kOwnPathExact;
   add(lc, metrics::tail_agreement(rows, tails, full, threshold), "tails", c.rule != Rule::quality);
   return lc;
 }
@@ -364,15 +386,20 @@ Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path
   out.rule = options.rule ? *options.rule : choose_rule(a_path, b_path);
   const Context c{batch, a, b, a_path, b_path, out.rule, options.tolerance, metrics::compared_rows(a, b)};
 
+  // What b recorded is expected of a: an output missing on a's side is a failure, never "not
+  // run". An output only a recorded has nothing to be compared with.
   if (!a.blocks.empty() && !b.blocks.empty() && batch.source()) out.layers.push_back(compare_blocks(c));
-  else if (!a.blocks.empty() || !b.blocks.empty()) out.layers.push_back(not_run("blocks", "blocks", "recorded on one side only"));
+  else if (!b.blocks.empty()) out.layers.push_back(missing("blocks", "blocks", "blocks missing: no published blocks in " + a.name));
+  else if (!a.blocks.empty()) out.layers.push_back(not_run("blocks", "blocks", "no blocks in " + b.name));
   for (const Layer& layer : batch.layers) {
     const std::string id = std::to_string(layer.id);
     const bool in_a = has_positions(a, layer.id), in_b = has_positions(b, layer.id);
     if (in_a && in_b) out.layers.push_back(compare_layer(c, layer));
-    else if (in_a || in_b) out.layers.push_back(not_run(id, role_name(layer.role), std::string("no picks in ") + (in_a ? b.name : a.name)));
-    if (layer.role == Role::consumer && batch.total_tail_rows > 0 && has_tails(a, layer.id))
-      out.layers.push_back(compare_tails(c, layer));
+    else if (in_b) out.layers.push_back(missing(id, role_name(layer.role), "layer " + id + " missing: no picks in " + a.name));
+    else if (in_a) out.layers.push_back(not_run(id, role_name(layer.role), "no picks in " + b.name));
+    if (layer.role != Role::consumer || batch.total_tail_rows == 0 || !in_a) continue;
+    if (has_tails(a, layer.id)) out.layers.push_back(compare_tails(c, layer));
+    else out.layers.push_back(missing(id + "/tail", "tail", "layer " + id + " tail positions missing in " + a.name));
   }
 
   bool any_passed = false, any_failed = false;

@@ -7,7 +7,9 @@
 //               (tails >= 98 % overlap with the full table).
 //   quality     against reference-exact: informational (passed unless invalid); records the
 //               recall of the exact fp64 dense top-k and where the misses happen.
-// Only rows done on both sides are compared; a layer present on one side only is "not run".
+// Only rows done on both sides are compared. An output the reference side recorded and the
+// implementation did not (blocks, a layer, a tail table) is incorrect ("layer 28 missing");
+// "not run" is left for an implementation that could not run at all.
 #include <optional>
 #include <string>
 
@@ -20,7 +22,7 @@
 namespace dsa {
 
 struct CompareOptions {
-  double tolerance = metrics::kDefaultFloorTolerance;  // selection floor, relative
+  double tolerance = rules::kFloorTolerance;         // selection floor, relative
   std::optional<Rule> rule;                             // default: choose_rule(paths)
 };
 

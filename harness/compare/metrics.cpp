@@ -185,22 +185,38 @@ int64_t ordered(uint32_t bits, uint32_t sign_bit) {
   return (bits & sign_bit) ? -magnitude : magnitude;
 }
 
+template <typename T>
+bool recorded(const std::vector<std::vector<T>>& scores) {
+  return std::any_of(scores.begin(), scores.end(), [](const std::vector<T>& row) { return !row.empty(); });
+}
+
 // Score fidelity over generic cells: value and bit pattern of each side.
 template <typename T, typename ToDouble, typename Ulp>
 MetricResult fidelity(const std::vector<RowRef>& rows, const std::vector<std::vector<T>>& a,
                       const std::vector<std::vector<T>>& b, const std::string& prefix, const std::string& what,
                       ToDouble to_double, Ulp ulp) {
   MetricResult out;
-  int64_t cells = 0, identical = 0, max_ulp = 0;
+  int64_t cells = 0, identical = 0, max_ulp = 0, zero_signs = 0, short_rows = 0;
   double sdd = 0, sxx = 0;  // sum (x-y)^2 = sum(x^2+y^2) - 2 sum(xy), without the cancellation
+  // A side that recorded no scores on this layer is not judged; one that did must have every
+  // row b has, at b's length (a missing or truncated row would hide its cells).
+  if (!recorded(a) || !recorded(b)) return out;
   for (const RowRef& r : rows) {
     const size_t i = size_t(r.row);
-    if (i >= a.size() || i >= b.size() || a[i].empty() || b[i].empty()) continue;
-    const size_t n = std::min(a[i].size(), b[i].size());
-    for (size_t j = 0; j < n; ++j) {
+    const size_t want = i < b.size() ? b[i].size() : 0, got = i < a.size() ? a[i].size() : 0;
+    if (got != want) {
+      ++out.failures;
+      ++short_rows;
+      if (out.mismatches.size() < kMaxMismatches)
+        out.mismatches.push_back(invalid(what + "s", r.row, -1, num(int64_t(want)) + " cells", num(int64_t(got)) + " cells",
+                                         "score row missing or truncated"));
+      continue;
+    }
+    for (size_t j = 0; j < want; ++j) {
       ++cells;
       const T x = a[i][j], y = b[i][j];
       const int64_t d = ulp(x, y);
+      zero_signs += d == 0 && std::memcmp(&x, &y, sizeof(T)) != 0;  // +0 against -0
       if (d == 0) {
         ++identical;
       } else {
@@ -218,6 +234,10 @@ MetricResult fidelity(const std::vector<RowRef>& rows, const std::vector<std::ve
     }
   }
   out.records.push_back({prefix + ".cells", double(cells), "count", ""});
+  out.records.push_back({prefix + ".missing_rows", double(short_rows), "count", "must be 0"});
+  // The relu clamps negative head scores to zero, so the sign of a zero carries no ranking
+  // information: reported, never judged (docs/rules.md).
+  out.records.push_back({prefix + ".zero_sign_differences", double(zero_signs), "count", "informational"});
   if (cells == 0) return out;
   out.records.push_back({prefix + ".bit_identical", double(identical) / double(cells), "fraction", "must be 1"});
   out.records.push_back({prefix + ".max_ulp", double(max_ulp), "ulp", "lower is better"});
