@@ -1,5 +1,8 @@
 #include "harness/impls/registry.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "gpu/gpu_implementations.hpp"
 #include "core/errors.hpp"
 #include "harness/impls/recorded.hpp"
@@ -16,15 +19,38 @@ const char* path_name(PathKind path) {
   return "?";
 }
 
-const std::vector<RegistryEntry>& registry() {
-  static const std::vector<RegistryEntry> entries = {
+namespace {
+
+std::vector<RegistryEntry>& entries() {
+  static std::vector<RegistryEntry> all = {
       {"reference-sparse", PathKind::sparse, "CPU reference, block-table path (bf16 sparse scores)"},
       {"reference-mask", PathKind::mask, "CPU reference, mask path (fp32 dense scores)"},
       {"reference-exact", PathKind::exact, "CPU reference, fp64 ranking at every level"},
       {"gpu-sparse", PathKind::sparse, "CUDA block-table path"},
       {"gpu-mask", PathKind::mask, "CUDA mask path"},
   };
-  return entries;
+  return all;
+}
+
+std::map<std::string, ImplementationFactory>& added() {
+  static std::map<std::string, ImplementationFactory> factories;
+  return factories;
+}
+
+}  // namespace
+
+const std::vector<RegistryEntry>& registry() { return entries(); }
+
+void add_implementation(const RegistryEntry& entry, ImplementationFactory make) {
+  remove_implementation(entry.name);
+  entries().push_back(entry);
+  added()[entry.name] = std::move(make);
+}
+
+void remove_implementation(const std::string& name) {
+  if (!added().erase(name)) return;  // the built-in names stay
+  auto& all = entries();
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const RegistryEntry& e) { return e.name == name; }), all.end());
 }
 
 PathKind path_of(const std::string& name) {
@@ -47,6 +73,7 @@ ImplementationPtr make_implementation(const std::string& name, const Batch& batc
   if (name == "gpu-sparse") return gpu::make_gpu_sparse();
   if (name == "gpu-mask") return gpu::make_gpu_mask();
   if (name.rfind("recorded:", 0) == 0) return make_recorded(name.substr(9), batch);
+  if (auto it = added().find(name); it != added().end()) return it->second();
   throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
 }
 

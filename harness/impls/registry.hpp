@@ -2,6 +2,7 @@
 // The registry: maps an implementation name to a factory and to the path whose reference it is
 // compared with. Names: reference-sparse, reference-mask, reference-exact, gpu-sparse, gpu-mask,
 // recorded:NAME (outputs recorded in the batch file).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,11 @@ std::string reference_for(PathKind path);
 // Builds an implementation. `batch` is needed for recorded:NAME. Throws InputError when the
 // name is unknown or the recorded group is missing.
 ImplementationPtr make_implementation(const std::string& name, const Batch& batch);
+
+// Implementations added at run time (the planted ones of the tests; later, plugins): until
+// removed, the name is listed, runs by default and is built by make_implementation.
+using ImplementationFactory = std::function<ImplementationPtr()>;
+void add_implementation(const RegistryEntry& entry, ImplementationFactory make);
+void remove_implementation(const std::string& name);
 
 }  // namespace dsa

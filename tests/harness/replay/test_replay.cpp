@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "harness/batch/batch_io.hpp"
 #include "core/errors.hpp"
 #include "gpu/gpu_implementations.hpp"
+#include "harness/impls/reference.hpp"
 #include "harness/impls/registry.hpp"
 #include "harness/replay/replay.hpp"
 #include "harness/replay/cases.hpp"
@@ -51,6 +53,44 @@ ReplayOptions quick(const std::string& out) {
 }
 
 json masked(const Report& r) { return mask_volatile(report_to_json(r)); }
+
+// A planted nondeterministic implementation: the sparse reference, except that every second run
+// (counted over all instances, as --repeat builds a fresh one per run) swaps one pick of the
+// last consumer's longest row for a position the row did not pick.
+class Flaky : public Implementation {
+ public:
+  static inline int runs = 0;
+  std::string name() const override { return "flaky-sparse"; }
+
+ protected:
+  void begin(const Batch& batch, const RunOptions& options, Results& out) override {
+    Results right = make_reference(PathKind::sparse)->run(batch, options);
+    right.name = right.implementation = name();
+    out = right;
+    if (++runs % 2 == 1) return;
+    const int layer = batch.layers_with(Role::consumer).back()->id;
+    int row = 0;
+    for (int r = 0; r < batch.rows(); ++r)
+      if (out.rows_done[size_t(r)] && batch.compress_len[size_t(r)] > batch.compress_len[size_t(row)]) row = r;
+    int32_t* picks = out.layers.at(layer).positions.data() + size_t(row) * size_t(batch.topk);
+    int32_t fresh = 0;
+    while (std::find(picks, picks + batch.topk, fresh) != picks + batch.topk) ++fresh;
+    picks[batch.topk - 1] = fresh;
+    std::sort(picks, picks + batch.topk);
+  }
+  void publish(const Batch&, const Layer&, const RunOptions&, Results&) override {}
+  void select(const Batch&, const Layer&, const RunOptions&, Results&) override {}
+  void plain(const Batch&, const Layer&, const RunOptions&, Results&) override {}
+};
+
+// Registers an implementation for the life of one test.
+struct Planted {
+  std::string name;
+  Planted(const RegistryEntry& entry, ImplementationFactory make) : name(entry.name) {
+    add_implementation(entry, std::move(make));
+  }
+  ~Planted() { remove_implementation(name); }
+};
 
 // The path of the first difference between two JSON values ("" when equal), for messages.
 std::string first_difference(const json& a, const json& b, const std::string& path = "") {
@@ -271,6 +311,39 @@ TEST_CASE("replay: every default tolerance is the rules' 2^-5") {
   // A rerun line names --tolerance only when it differs from the default.
   CHECK(rerun_command("b.h5", "id", 0.03125).find("--tolerance") == std::string::npos);
   CHECK(rerun_command("b.h5", "id", 0.0625).find("--tolerance 0.0625") != std::string::npos);
+}
+
+TEST_CASE("replay --repeat: a planted nondeterministic implementation is caught") {
+  TempDir dir("repeat");
+  const Planted flaky({"flaky-sparse", PathKind::sparse, "planted: every second run differs"},
+                      [] { return ImplementationPtr(new Flaky); });
+  ReplayOptions o = quick(dir.sub("once"));
+  o.inputs = {kFixtures + "/smoke.h5"};
+  o.impls = {"flaky-sparse", "reference-sparse"};
+  o.rows = "4";
+  // One run is right: without --repeat nothing is wrong to see.
+  Flaky::runs = 0;
+  const Report once = run_replay(o);
+  CHECK(once.exit_code == kExitPass);
+
+  o.repeat = 3;
+  o.out_dir = dir.sub("repeated");
+  Flaky::runs = 0;
+  const Report repeated = run_replay(o);
+  CHECK(Flaky::runs >= 2);
+  CHECK(repeated.exit_code == kExitIncorrect);
+  bool flagged = false;
+  for (const ImplRun& run : repeated.runs) {
+    INFO(run.impl);
+    CHECK(run.repeats == 3);
+    CHECK(run.deterministic == (run.impl == "flaky-sparse" ? 0 : 1));  // the reference repeats bitwise
+  }
+  for (const CaseResult& c : repeated.cases) {
+    if (c.impl != "flaky-sparse") continue;
+    CHECK(c.verdict == Disposition::incorrect);
+    flagged = flagged || c.failed_metric.find("determinism") == 0;
+  }
+  CHECK(flagged);
 }
 
 TEST_CASE("replay CLI: exit codes") {
