@@ -65,6 +65,7 @@ TEST_CASE("--rows rejects what it cannot read, naming the option") {
   CHECK_THROWS_AS(select_rows(b, "1,,2", 0), InputError);
   try {
     select_rows(b, "1,x", 0);
+    FAIL("--rows 1,x was accepted");
   } catch (const InputError& e) {
     CHECK(e.file() == "--rows");
     CHECK(std::string(e.what()).find("'x'") != std::string::npos);

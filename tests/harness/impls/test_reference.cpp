@@ -394,6 +394,14 @@ TEST_CASE("runs are deterministic and the paths agree where they must") {
   bool dense_stage = false;
   for (const KernelTiming& t : a.timings) dense_stage |= t.kernel == "reference-sparse/dense_scores";
   CHECK(dense_stage);
-  // Count picks: min(k, L) per row (the smoke batch has a row beyond 16384 positions).
+  // Count picks: min(k, L) per row and layer (the smoke batch has a row beyond 16384 positions,
+  // where the count is k, not the candidates' 16384).
   CHECK(b.max_len() > 16384);
+  for (const auto& [id, lr] : a.layers)
+    for (int r = 0; r < b.rows(); ++r) {
+      const std::vector<int32_t> picks = row_of(lr.positions, r, b.topk);
+      INFO("layer " << id << " row " << r);
+      CHECK(std::count_if(picks.begin(), picks.end(), [](int32_t p) { return p >= 0; }) ==
+            std::min(b.topk, b.compress_len[size_t(r)]));
+    }
 }

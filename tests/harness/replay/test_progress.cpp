@@ -32,7 +32,10 @@ TEST_CASE("progress: durations and a quiet progress") {
   CHECK(format_duration(3720) == "1h02m");
   CHECK(format_duration(-1) == "?");
   Progress quiet(nullptr, 1.0, false);
-  quiet.advance(1.0, "x");  // must not crash or print
-  quiet.finish();
+  CHECK(quiet.eta_seconds() == -1);  // unknown before any work: printed as "?"
+  quiet.advance(0.25, "x");          // must not crash or print
   CHECK(quiet.eta_seconds() >= 0);
+  quiet.advance(0.75, "x");
+  quiet.finish();
+  CHECK(quiet.eta_seconds() == 0);   // all work done: nothing left
 }
