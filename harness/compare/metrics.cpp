@@ -212,7 +212,7 @@ MetricResult fidelity(const std::vector<RowRef>& rows, const std::vector<std::ve
                                          "score row missing or truncated"));
       continue;
     }
-    for (size_t j = 0; j < want; ++j) {
+    for (size_t j = 0; j < std::min(want, got); ++j) {  // min: never read past either row
       ++cells;
       const T x = a[i][j], y = b[i][j];
       const int64_t d = ulp(x, y);

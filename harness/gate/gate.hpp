@@ -14,7 +14,7 @@
 namespace dsa {
 
 struct GateConfig {
-  double validity_min = 1.0;          // validity records of ranked rules must reach this
+  double validity_min = rules::kValidityMinimum;  // validity records of ranked rules must reach this
   double max_floor_violations = 0;    // floor.violating_rows allowed per comparison
   double agreement_margin = 0.002;    // agreement.mean/min may drop this much below the baseline
   double min_effect = 0.03;           // median changes below this share are "no change"
