@@ -50,7 +50,7 @@ do_build() {
 }
 
 do_ctest() {
-  stage ctest-gpu 240 ctest --preset device -L gpu --output-on-failure
+  stage ctest-gpu 400 ctest --preset device -L gpu --output-on-failure
   grep -E "tests passed|Failed|Skipped|\*\*\*" "$LOGS/ctest-gpu.log" | head -20 | tee -a "$SUMMARY"
 }
 
