@@ -60,7 +60,8 @@ Real round_to(Real x, int bits, int min_quantum) {
   const int quantum = std::max(e - bits, min_quantum);
   return std::ldexp(std::nearbyint(std::ldexp(x, -quantum)), quantum);
 }
-Real to_fp32(Real x) { return round_to(x, 24, -149); }
+// The conversion to float is one IEEE rounding (RNE, subnormals kept), and much faster.
+Real to_fp32(Real x) { return Real(float(x)); }
 Real to_bf16(Real x) { return round_to(x, 8, -133); }
 
 // ---- keys through the page table, from "Index-K pool (paged)" ----
@@ -106,12 +107,13 @@ Real sparse_score(const Real* s, const float* w) {
   return to_bf16(to_bf16(acc[0] + acc[2]) + to_bf16(acc[1] + acc[3]));
 }
 
-// Dense and sparse scores of one row of one layer at every position below L.
+// Dense scores of one row of one layer at every position below L; sparse scores at the
+// positions marked in `sparse_at` (the candidates; NaN elsewhere).
 struct RowScores {
   std::vector<Real> dense, sparse;
 };
 
-RowScores row_scores(const Batch& batch, const Layer& layer, int row) {
+RowScores row_scores(const Batch& batch, const Layer& layer, int row, const std::vector<char>& sparse_at) {
   Vector128 q[32];
   const uint8_t* packed = layer.q.data() + size_t(row) * 32 * 64;
   const uint8_t* scales = layer.q_scale.data() + size_t(row) * 32 * 4;
@@ -124,7 +126,7 @@ RowScores row_scores(const Batch& batch, const Layer& layer, int row) {
   for (int64_t j = 0; j < L; ++j) {
     head_scores(q, key_at(batch, request, j), s);
     out.dense.push_back(dense_score(s, w));
-    out.sparse.push_back(sparse_score(s, w));
+    out.sparse.push_back(sparse_at.empty() || !sparse_at[size_t(j)] ? std::nan("") : sparse_score(s, w));
   }
   return out;
 }
@@ -222,7 +224,12 @@ Checked check_preset(const std::string& preset, const Batch& batch, const std::v
     std::vector<int32_t> blocks;
     ++done.rows;
     for (const Layer& layer : batch.layers) {
-      const RowScores model = row_scores(batch, layer, r);
+      std::vector<char> candidate;
+      if (layer.role == Role::consumer) {
+        candidate.assign(size_t(L), 0);
+        for (int32_t j : candidates_of(blocks, L)) candidate[size_t(j)] = 1;
+      }
+      const RowScores model = row_scores(batch, layer, r, candidate);
       const std::string where = at + " layer " + std::to_string(layer.id);
       const std::vector<float> model_dense(model.dense.begin(), model.dense.end());
       const LayerResult& lm = mask.layers.at(layer.id);
