@@ -4,7 +4,7 @@
 // indexer (SM100 DeepGEMM path); the own-path numbers follow from "bit-faithful". Nothing else
 // in the harness may spell these values: tests pin them at both sides of each threshold, and
 // tools/mutants.sh checks that weakening any of them fails the suite. The values live in
-// harness/rules.cpp so that a changed value rebuilds one file, not every user of this header.
+// core/rules.cpp so that a changed value rebuilds one file, not every user of this header.
 namespace dsa::rules {
 
 // Selection floor (public test): a pick fails when its fp32 dense score is below

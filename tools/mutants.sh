@@ -21,52 +21,52 @@ names=() files=() olds=() news=() programs=() filters=()
 mutant() {
   names+=("$1") files+=("$2") olds+=("$3") news+=("$4") programs+=("$5") filters+=("$6")
 }
-mutant "floor tolerance 2^-5 -> 2^-4" harness/rules.cpp \
+mutant "floor tolerance 2^-5 -> 2^-4" core/rules.cpp \
   'const double kFloorTolerance = 1.0 / 32;' 'const double kFloorTolerance = 1.0 / 16;' \
-  test_harness "selection floor: a pick below the floor and a missed high candidate"
-mutant "public agreement 0.95 -> 0.90" harness/rules.cpp \
+  test_compare "selection floor: a pick below the floor and a missed high candidate"
+mutant "public agreement 0.95 -> 0.90" core/rules.cpp \
   'const double kPublicAgreement = 0.95;' 'const double kPublicAgreement = 0.90;' \
-  test_harness "public agreement inside compare: 487 of 512 picks pass"
-mutant "tail overlap 0.98 -> 0.90" harness/rules.cpp \
+  test_compare "public agreement inside compare: 487 of 512 picks pass"
+mutant "tail overlap 0.98 -> 0.90" core/rules.cpp \
   'const double kPublicTailOverlap = 0.98;' 'const double kPublicTailOverlap = 0.90;' \
-  test_harness "tail overlap: a tail at exactly 98 % passes"
-mutant "own-path exactness 100 % -> 99 %" harness/rules.cpp \
+  test_compare "tail overlap: a tail at exactly 98 % passes"
+mutant "own-path exactness 100 % -> 99 %" core/rules.cpp \
   'const double kOwnPathExact = 1.0;' 'const double kOwnPathExact = 0.99;' \
-  test_harness "own path: one changed pick in 10000 is already a failure"
-mutant "validity minimum 100 % -> 50 %" harness/rules.cpp \
+  test_compare "own path: one changed pick in 10000 is already a failure"
+mutant "validity minimum 100 % -> 50 %" core/rules.cpp \
   'const double kValidityMinimum = 1.0;' 'const double kValidityMinimum = 0.5;' \
-  test_harness "picks and blocks far outside the row fail validity and never reach the page table"
-mutant "floor metric: slack doubled" harness/metrics.cpp \
+  test_compare "picks and blocks far outside the row fail validity and never reach the page table"
+mutant "floor metric: slack doubled" harness/compare/metrics.cpp \
   'if (sp < floor - slack) {' 'if (sp < floor - 2 * slack) {' \
-  test_harness "selection floor: a pick below the floor and a missed high candidate"
-mutant "agreement metric: 1 % grace" harness/metrics.cpp \
+  test_compare "selection floor: a pick below the floor and a missed high candidate"
+mutant "agreement metric: 1 % grace" harness/compare/metrics.cpp \
   'if (agreement >= threshold) continue;' 'if (agreement + 0.01 >= threshold) continue;' \
-  test_harness "public agreement inside compare: 487 of 512 picks pass"
-mutant "bitwise scores: missing or truncated rows skipped" harness/metrics.cpp \
+  test_compare "public agreement inside compare: 487 of 512 picks pass"
+mutant "bitwise scores: missing or truncated rows skipped" harness/compare/metrics.cpp \
   'if (got != want) {' 'if (false) {' \
-  test_harness "bitwise scores: a missing or truncated row fails"
-mutant "public test: floor not judged" harness/compare.cpp \
+  test_compare "bitwise scores: a missing or truncated row fails"
+mutant "public test: floor not judged" harness/compare/compare.cpp \
   'add(lc, floor, "floor", true);' 'add(lc, floor, "floor", false);' \
-  test_harness "public test: reference sparse path against the mask path"
-mutant "compare skips the last layer" harness/compare.cpp \
+  test_compare "public test: reference sparse path against the mask path"
+mutant "compare skips the last layer" harness/compare/compare.cpp \
   'for (const Layer& layer : batch.layers) {' 'for (const Layer& layer : batch.layers) { if (&layer == &batch.layers.back()) continue;' \
-  test_harness "a reference passes against itself on every layer"
-mutant "a layer missing on the implementation's side is 'not run'" harness/compare.cpp \
+  test_compare "a reference passes against itself on every layer"
+mutant "a layer missing on the implementation's side is 'not run'" harness/compare/compare.cpp \
   'out.layers.push_back(missing(id, role_name(layer.role), "layer "' 'out.layers.push_back(not_run(id, role_name(layer.role), "layer "' \
-  test_harness "an output the reference recorded and the implementation did not is incorrect"
-mutant "missing blocks are 'not run'" harness/compare.cpp \
+  test_compare "an output the reference recorded and the implementation did not is incorrect"
+mutant "missing blocks are 'not run'" harness/compare/compare.cpp \
   'out.layers.push_back(missing("blocks", "blocks",' 'out.layers.push_back(not_run("blocks", "blocks",' \
-  test_harness "an output the reference recorded and the implementation did not is incorrect"
-mutant "a missing tail table passes" harness/compare.cpp \
+  test_compare "an output the reference recorded and the implementation did not is incorrect"
+mutant "a missing tail table passes" harness/compare/compare.cpp \
   'else out.layers.push_back(missing(id + "/tail",' 'else if (false) out.layers.push_back(missing(id + "/tail",' \
-  test_harness "a consumer without its tail table is incorrect"
-mutant "--repeat never compares the repeats" harness/replay.cpp \
+  test_compare "a consumer without its tail table is incorrect"
+mutant "--repeat never compares the repeats" harness/replay/replay.cpp \
   'for (int i = 1; i < opt_.repeat; ++i) {' 'for (int i = 1; i < 1; ++i) {' \
-  test_harness "replay --repeat: a planted nondeterministic implementation is caught"
+  test_replay "replay --repeat: a planted nondeterministic implementation is caught"
 mutant "reference: page lookup off by one position" reference/scores.hpp \
   'return pool + int64_t(table[p / page_size]) * page_size * kSlotBytes;' \
   'return pool + int64_t(table[(p - 1) / page_size]) * page_size * kSlotBytes;' \
-  test_reference "the reference agrees with the independent model on every preset's sampled rows"
+  test_impls "the reference agrees with the independent model on every preset's sampled rows"
 
 selected=("$@")
 if ((${#selected[@]} == 0)); then selected=($(seq 1 ${#names[@]})); fi
@@ -96,7 +96,9 @@ run_tests() { (cd "$build/tests" && "./$1" --order lex "$2*" >"$work/test.log" 2
 
 start=$SECONDS
 echo "mutants: building the clean copy (CPU only)"
-build_target test_harness && build_target test_reference || { tail -30 "$work/build.log"; exit 1; }
+for program in $(printf '%s\n' "${programs[@]}" | sort -u); do
+  build_target "$program" || { tail -30 "$work/build.log"; exit 1; }
+done
 # The clean code must pass every test named below, or a "killed" mutant proves nothing.
 for i in "${selected[@]}"; do
   k=$((i - 1))

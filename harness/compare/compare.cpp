@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/rules.hpp"
+#include "core/rules.hpp"
 #include "reference/formats.hpp"
 #include "reference/scores.hpp"
 #include "reference/selection.hpp"

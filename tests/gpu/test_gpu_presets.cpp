@@ -8,10 +8,10 @@
 #include <string>
 
 #include "gpu/gpu_implementations.hpp"
-#include "harness/compare.hpp"
-#include "harness/generate.hpp"
-#include "harness/impl_reference.hpp"
-#include "harness/row_selection.hpp"
+#include "harness/compare/compare.hpp"
+#include "harness/generate/generate.hpp"
+#include "harness/impls/reference.hpp"
+#include "harness/batch/row_selection.hpp"
 #include "tests/catch.hpp"
 
 using namespace dsa;

@@ -1,4 +1,4 @@
-#include "harness/rules.hpp"
+#include "core/rules.hpp"
 
 // The values of docs/rules.md; tests/harness/test_rules.cpp writes them out again.
 namespace dsa::rules {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/generate.hpp"
-#include "harness/impl_reference.hpp"
-#include "harness/row_selection.hpp"
+#include "harness/generate/generate.hpp"
+#include "harness/impls/reference.hpp"
+#include "harness/batch/row_selection.hpp"
 #include "tests/catch.hpp"
 
 using namespace dsa;
