@@ -14,7 +14,7 @@ root=$PWD
 work=${DSA_MUTANTS_DIR:-$root/build-mutants}
 src=$work/src
 build=$work/build
-jobs=${DSA_MUTANTS_JOBS:-2}
+jobs=${DSA_MUTANTS_JOBS:-$(nproc)}  # all cores, like tools/test.sh
 
 names=() files=() olds=() news=() programs=() filters=()
 # mutant DESCRIPTION FILE OLD NEW PROGRAM TESTS: OLD must occur exactly once in FILE.
