@@ -1,0 +1,18 @@
+"""dsa_harness: DeepSeek-V4.1 sparse-indexer batches, implementations and comparisons from Python.
+
+    batch = dsa_harness.Batch.from_arrays(...)          # or dsa_harness.Batch.read("chunk.h5")
+    mine = dsa_harness.run(batch, impl="reference-sparse", rows="all")
+    result = dsa_harness.compare(batch, mine, against="reference-sparse")
+    assert result.verdict == "passed", result.first_mismatch
+
+The math is the C++ harness's (dsa_harness._core); this package converts arrays and names things.
+See docs/python.md.
+"""
+from ._core import EnvironmentError, InputError, implementations, version
+from .batch import Batch
+from .compare import CompareResult, compare
+from .outputs import Outputs
+from .run import run
+
+__all__ = ["Batch", "Outputs", "CompareResult", "run", "compare", "implementations", "InputError",
+           "EnvironmentError", "version"]
