@@ -21,13 +21,16 @@ cmake_ok() {
   [[ -n "$v" && "$(printf '%s\n%s\n' "$min_cmake" "$v" | sort -V | head -1)" == "$min_cmake" ]]
 }
 
-# The tests run with one Python that imports every module: the one on PATH, else the system's
-# (tests/CMakeLists.txt picks the same way).
+# The tests run with one Python that imports every module and has the C headers the bindings
+# build against: the one on PATH, else the system's (cmake/python.cmake picks the same way).
+python_headers() {  # the Python.h of that interpreter (a venv's: its base Python's)
+  "$1" -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" >/dev/null 2>&1
+}
 python_ready() {
   local py imports
   imports=$(IFS=,; echo "${python_modules[*]}")
   for py in python3 /usr/bin/python3; do
-    command -v "$py" >/dev/null 2>&1 && "$py" -c "import $imports" >/dev/null 2>&1 && return 0
+    command -v "$py" >/dev/null 2>&1 && "$py" -c "import $imports" >/dev/null 2>&1 && python_headers "$py" && return 0
   done
   return 1
 }
@@ -65,6 +68,7 @@ check_extras() {
     for m in "${python_modules[@]}"; do
       [[ -n $py ]] && "$py" -c "import $m" >/dev/null 2>&1 || optional+=("Python module $m|python3-$m")
     done
+    [[ -n $py ]] && python_headers "$py" || optional+=("Python.h (the bindings' build)|python3-dev")
   fi
   if [[ "${DSA_WITH_BROWSER:-0}" == 1 && ! -x /usr/bin/chromium ]]; then
     optional+=("/usr/bin/chromium (HTML report tests)|chromium")
