@@ -12,7 +12,8 @@ from ._core import EnvironmentError, InputError, implementations, version
 from .batch import Batch
 from .compare import CompareResult, compare
 from .outputs import Outputs
+from .replay import replay
 from .run import run
 
-__all__ = ["Batch", "Outputs", "CompareResult", "run", "compare", "implementations", "InputError",
+__all__ = ["Batch", "Outputs", "CompareResult", "run", "compare", "replay", "implementations", "InputError",
            "EnvironmentError", "version"]

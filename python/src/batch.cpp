@@ -67,8 +67,9 @@ py::dict layer_arrays(const Batch& b, const Layer& layer) {
   return out;
 }
 
-// Every dataset of the batch as numpy arrays (copies), keyed like Batch.from_arrays' arguments.
-py::dict arrays(const Batch& b) {
+}  // namespace
+
+py::dict batch_arrays(const Batch& b) {
   const py::ssize_t q = b.requests();
   py::dict out;
   out["num_rows"] = new_array(b.num_rows, {q});
@@ -82,6 +83,8 @@ py::dict arrays(const Batch& b) {
   out["layers"] = layers;
   return out;
 }
+
+namespace {
 
 py::dict attributes(const Batch& b) {
   py::dict out;
@@ -110,7 +113,7 @@ void bind_batch(py::module_& m) {
                   py::call_guard<py::gil_scoped_release>())
       .def("write", [](const Batch& b, const std::string& path) { write_batch(path, b); }, py::call_guard<py::gil_scoped_release>())
       .def("content_id", [](const Batch& b) { return content_id(b); })
-      .def("arrays", &arrays)
+      .def("arrays", &batch_arrays)
       .def("attributes", &attributes)
       .def("output_names", &output_names)
       .def_property_readonly("path", [](const Batch& b) { return b.path; })

@@ -21,6 +21,10 @@ void bind_batch(py::module_& m);
 void bind_results(py::module_& m);
 void bind_run(py::module_& m);
 void bind_compare(py::module_& m);
+void bind_replay(py::module_& m);
+
+// Every dataset of a batch as numpy arrays (copies), keyed like Batch.from_arrays' arguments.
+py::dict batch_arrays(const Batch& batch);
 
 // Results <-> the plain dict the Python side wraps in dsa_harness.Outputs (results.cpp).
 py::dict results_to_dict(const Batch& batch, const Results& results);
