@@ -35,13 +35,11 @@ std::vector<std::vector<T>> score_rows_from(py::handle list, const Batch& b, con
   return out;
 }
 
-py::dict by_layer(const Results& results, const char* field) {
+template <class T>
+py::dict scores_by_layer(const Results& results, std::vector<std::vector<T>> LayerResult::*field) {
   py::dict out;
-  for (const auto& [id, layer] : results.layers) {
-    const std::string f = field;
-    if (f == "dense_scores" && !layer.dense_scores.empty()) out[py::int_(id)] = score_rows(layer.dense_scores);
-    if (f == "sparse_scores" && !layer.sparse_scores.empty()) out[py::int_(id)] = score_rows(layer.sparse_scores);
-  }
+  for (const auto& [id, layer] : results.layers)
+    if (!(layer.*field).empty()) out[py::int_(id)] = score_rows(layer.*field);
   return out;
 }
 
@@ -69,8 +67,8 @@ py::dict results_to_dict(const Batch& b, const Results& results) {
   }
   out["positions"] = positions;
   out["tail_positions"] = tails;
-  out["dense_scores"] = by_layer(results, "dense_scores");
-  out["sparse_scores"] = by_layer(results, "sparse_scores");
+  out["dense_scores"] = scores_by_layer(results, &LayerResult::dense_scores);
+  out["sparse_scores"] = scores_by_layer(results, &LayerResult::sparse_scores);
   return out;
 }
 
