@@ -86,21 +86,27 @@ struct QueryFrags {
   bool fast;            // every head of the row is on the fast path
 };
 
-// qr: [32][128] raw int8 of one row, qexp: [32], qscale: [32] (0 = head not fast).
-__device__ __forceinline__ void load_query(QueryFrags& q, const int8_t* qr, const uint32_t* qexp,
-                                           const float* qscale, int row_fast) {
+// The A fragments of one query row: rows [32][128] int8 (raw or split form).
+__device__ __forceinline__ void load_a_frags(uint32_t (&a)[2][4][4], const int8_t* rows) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      const int8_t* r0 = qr + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
-      const int8_t* r1 = qr + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
-      q.a[mt][ks][0] = *reinterpret_cast<const uint32_t*>(r0);
-      q.a[mt][ks][1] = *reinterpret_cast<const uint32_t*>(r1);
-      q.a[mt][ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
-      q.a[mt][ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 16);
+      const int8_t* r0 = rows + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
+      const int8_t* r1 = rows + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
+      a[mt][ks][0] = *reinterpret_cast<const uint32_t*>(r0);
+      a[mt][ks][1] = *reinterpret_cast<const uint32_t*>(r1);
+      a[mt][ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
+      a[mt][ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 16);
     }
+}
+
+// qr: [32][128] raw int8 of one row, qexp: [32], qscale: [32] (0 = head not fast).
+__device__ __forceinline__ void load_query(QueryFrags& q, const int8_t* qr, const uint32_t* qexp,
+                                           const float* qscale, int row_fast) {
+  const int g = (threadIdx.x & 31) >> 2;
+  load_a_frags(q.a, qr);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int h = head_of(g, i);
@@ -167,18 +173,8 @@ __device__ __forceinline__ void head_scores_generic(const QueryFrags& q, const i
 // {mA, mB}; qscale: [32].
 __device__ __forceinline__ void load_query_split(QueryFrags& q, const int8_t* qsplit, const int2* qmul,
                                                  const float* qscale) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const int8_t* r0 = qsplit + head_of_row(g, mt) * 128 + ks * 32 + 4 * t;
-      const int8_t* r1 = qsplit + head_of_row(g + 8, mt) * 128 + ks * 32 + 4 * t;
-      q.a[mt][ks][0] = *reinterpret_cast<const uint32_t*>(r0);
-      q.a[mt][ks][1] = *reinterpret_cast<const uint32_t*>(r1);
-      q.a[mt][ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 16);
-      q.a[mt][ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 16);
-    }
+  const int g = (threadIdx.x & 31) >> 2;
+  load_a_frags(q.a, qsplit);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int h = head_of(g, i);
@@ -225,6 +221,9 @@ __device__ __forceinline__ void head_scores_split(const QueryFrags& q, const uin
 // Fast-path head scores (query row and all 8 keys fast): four accumulators, the integer
 // multipliers of the query's groups, one int -> fp32 rounding, exact power-of-two scalings.
 // b: the keys' shifted B fragments; sk0, sk1: the key scales of positions 2t and 2t+1.
+// kBits: convert through the float bits of 2^23 + S (the split route's trick, above; only where
+// the caller knows S < 2^23) instead of I2F.
+template <bool kBits = false>
 __device__ __forceinline__ void head_scores_fast4(const QueryFrags& q, const uint32_t (&b)[4][2], float sk0,
                                                   float sk1, float (&s)[4][2]) {
 #pragma unroll
@@ -235,10 +234,13 @@ __device__ __forceinline__ void head_scores_fast4(const QueryFrags& q, const uin
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int i = 2 * mt + (r >> 1);
-      const int total = c[0][r] * q.mul[i][0] + c[1][r] * q.mul[i][1] + c[2][r] * q.mul[i][2] +
-                        c[3][r] * q.mul[i][3];  // exact: |total| < 2^30
-      // One rounding (int -> fp32 RN), then exact power-of-two scalings.
-      s[i][r & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), q.sq[i]), (r & 1) ? sk1 : sk0);
+      const int total = (kBits ? 0x4B000000 : 0) + c[0][r] * q.mul[i][0] + c[1][r] * q.mul[i][1] +
+                        c[2][r] * q.mul[i][2] + c[3][r] * q.mul[i][3];  // exact: |S| < 2^30
+      const float sk = (r & 1) ? sk1 : sk0;
+      if constexpr (kBits)
+        s[i][r & 1] = __fmul_rn(__fmaf_rn(__int_as_float(total), q.sq[i], -0x1p23f * q.sq[i]), sk);
+      else  // one rounding (int -> fp32 RN), then exact power-of-two scalings
+        s[i][r & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), q.sq[i]), sk);
     }
   }
 }

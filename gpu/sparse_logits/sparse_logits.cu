@@ -152,28 +152,10 @@ struct FastRow {
 template <Route kRoute, class Q>
 __device__ __forceinline__ void head_scores_fast(const Q& q, const uint32_t (&b)[4][2], float sk0, float sk1,
                                                  float (&s)[4][2]) {
-  if constexpr (kRoute == Route::split) {
+  if constexpr (kRoute == Route::split)
     head_scores_split(q, b, sk0, sk1, s);
-  } else {
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      int c[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) mma_s8(c[ks], q.a[mt][ks], b[ks][0], b[ks][1]);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 2 * mt + (e >> 1);
-        const float sk = (e & 1) ? sk1 : sk0;
-        const int base = kRoute == Route::magic4 ? 0x4B000000 : 0;  // the bits of 2^23
-        const int total = base + c[0][e] * q.mul[i][0] + c[1][e] * q.mul[i][1] + c[2][e] * q.mul[i][2] +
-                          c[3][e] * q.mul[i][3];
-        if constexpr (kRoute == Route::magic4)
-          s[i][e & 1] = __fmul_rn(__fmaf_rn(__int_as_float(total), q.sq[i], -0x1p23f * q.sq[i]), sk);
-        else
-          s[i][e & 1] = __fmul_rn(__fmul_rn(__int2float_rn(total), q.sq[i]), sk);
-      }
-    }
-  }
+  else
+    head_scores_fast4<kRoute == Route::magic4>(q, b, sk0, sk1, s);
 }
 
 template <Route kRoute, class Q>
