@@ -174,10 +174,7 @@ void finalize_report(Report& report) {
   report.verdict = incorrect ? Disposition::incorrect
                    : inconclusive ? Disposition::inconclusive
                                   : Disposition::passed;
-  report.exit_code = invalid ? kExitInvalid
-                     : incorrect ? kExitIncorrect
-                     : inconclusive ? kExitInconclusive
-                                    : kExitPass;
+  report.exit_code = invalid ? kExitInvalid : exit_code_of(report.verdict);
 }
 
 Report merge_reports(const std::vector<Report>& shards, const std::vector<std::string>& names) {

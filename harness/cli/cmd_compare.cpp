@@ -104,9 +104,7 @@ void compare_command(const CompareArgs& args) {
   for (const LayerComparison& l : c.layers) print_layer(l);
   print_summary(c.layers);
   std::printf("\nverdict: %s\n", disposition_name(c.disposition));
-  exit_code = c.disposition == Disposition::passed      ? kExitPass
-              : c.disposition == Disposition::incorrect ? kExitIncorrect
-                                                        : kExitInconclusive;
+  exit_code = exit_code_of(c.disposition);
 }
 
 }  // namespace

@@ -125,15 +125,22 @@ void check_latency(const Report& base, const Report& cur, const GateConfig& cfg,
     }
 }
 
-int exit_code_of(const std::vector<GateFinding>& findings) {
-  auto has = [&](GateKind k) {
-    return std::any_of(findings.begin(), findings.end(), [k](const GateFinding& f) { return f.kind == k; });
-  };
-  if (has(GateKind::environment)) return kExitInvalid;
-  if (has(GateKind::correctness)) return kExitIncorrect;
-  if (has(GateKind::regression)) return kExitRegression;
-  if (has(GateKind::inconclusive)) return kExitInconclusive;
-  return kExitPass;
+ExitCode exit_code_of(GateKind kind) {
+  switch (kind) {
+    case GateKind::ok: return kExitPass;
+    case GateKind::correctness: return kExitIncorrect;
+    case GateKind::regression: return kExitRegression;
+    case GateKind::inconclusive: return kExitInconclusive;
+    case GateKind::environment: return kExitInvalid;
+  }
+  return kExitInvalid;
+}
+
+// The most severe finding decides (core/exit_codes.hpp orders them).
+ExitCode exit_code_of(const std::vector<GateFinding>& findings) {
+  ExitCode code = kExitPass;
+  for (const GateFinding& f : findings) code = worse(code, exit_code_of(f.kind));
+  return code;
 }
 
 }  // namespace
@@ -208,11 +215,7 @@ std::string gate_text(const GateResult& result) {
     }
     s << gate_kind_name(f.kind) << ": " << f.subject << ": " << f.detail << "\n";
   }
-  const char* verdict = result.exit_code == kExitPass         ? "pass"
-                        : result.exit_code == kExitIncorrect  ? "correctness failure"
-                        : result.exit_code == kExitRegression ? "performance regression"
-                        : result.exit_code == kExitInconclusive ? "inconclusive"
-                                                                : "invalid input or environment";
+  const char* verdict = exit_code_name(ExitCode(result.exit_code));
   s << "gate: " << verdict << " (exit " << result.exit_code << "): " << result.cases_compared << " case(s) and "
     << result.kernels_compared << " kernel(s) compared, " << ok << " judgement(s) ok, "
     << result.findings.size() - size_t(ok) << " not\n";

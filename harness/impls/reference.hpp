@@ -3,7 +3,7 @@
 // as dsa::Implementation objects. They compute rows in parallel; a sampled run equals the full
 // run on those rows.
 #include "core/implementation.hpp"
-#include "harness/impls/registry.hpp"
+#include "core/path.hpp"
 
 namespace dsa {
 

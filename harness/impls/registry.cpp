@@ -10,15 +10,6 @@
 
 namespace dsa {
 
-const char* path_name(PathKind path) {
-  switch (path) {
-    case PathKind::sparse: return "sparse";
-    case PathKind::mask: return "mask";
-    case PathKind::exact: return "exact";
-  }
-  return "?";
-}
-
 namespace {
 
 std::vector<RegistryEntry>& entries() {
@@ -63,8 +54,6 @@ PathKind path_of(const std::string& name) {
   }
   throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
 }
-
-std::string reference_for(PathKind path) { return std::string("reference-") + path_name(path); }
 
 ImplementationPtr make_implementation(const std::string& name, const Batch& batch) {
   if (name == "reference-sparse") return make_reference(PathKind::sparse);

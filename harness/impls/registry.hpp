@@ -7,11 +7,9 @@
 #include <vector>
 
 #include "core/implementation.hpp"
+#include "core/path.hpp"
 
 namespace dsa {
-
-enum class PathKind { sparse, mask, exact };
-const char* path_name(PathKind path);
 
 struct RegistryEntry {
   std::string name;
@@ -24,8 +22,6 @@ const std::vector<RegistryEntry>& registry();
 // The path of a name; recorded:NAME takes the path from its name when it contains "mask" or
 // "sparse" and is otherwise treated as sparse. Throws InputError for an unknown name.
 PathKind path_of(const std::string& name);
-// The reference of a path: reference-sparse, reference-mask or reference-exact.
-std::string reference_for(PathKind path);
 // Builds an implementation. `batch` is needed for recorded:NAME. Throws InputError when the
 // name is unknown or the recorded group is missing.
 ImplementationPtr make_implementation(const std::string& name, const Batch& batch);
