@@ -5,21 +5,14 @@
 #include <numeric>
 
 #include "core/errors.hpp"
+#include "core/random.hpp"
 
 namespace dsa {
 namespace {
 
-// splitmix64: a fixed, portable generator (std distributions differ between standard libraries).
-uint64_t next_random(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Uniform in [0, n) by the multiply-shift method (bias below 2^-32 for n < 2^32).
 uint64_t below(uint64_t& state, uint64_t n) {
-  return uint64_t((unsigned __int128)next_random(state) * n >> 64);
+  return uint64_t((unsigned __int128)splitmix64_next(state) * n >> 64);
 }
 
 bool all_digits(const std::string& s) {

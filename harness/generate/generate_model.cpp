@@ -23,18 +23,12 @@
 #include <cmath>
 
 #include "core/constants.hpp"
+#include "core/random.hpp"
 #include "reference/formats.hpp"
 
 namespace dsa::gen {
 
 // ---------------------------------------------------------------- randomness
-uint64_t splitmix64(uint64_t x) {
-  uint64_t z = x + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint64_t stream_key(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint64_t c) {
   uint64_t h = splitmix64(seed);
   for (uint64_t v : {tag, a, b, c}) h = splitmix64(h ^ splitmix64(v + 0x632BE59BD9B4E019ull));
@@ -49,7 +43,7 @@ constexpr double kLn2 = 0.693147180559945309417;
 }  // namespace
 
 Rng::Rng(uint64_t key) {
-  for (int i = 0; i < 4; ++i) s_[i] = splitmix64(key + uint64_t(i) * 0x9E3779B97F4A7C15ull);
+  for (int i = 0; i < 4; ++i) s_[i] = splitmix64(key + uint64_t(i) * kSplitmixGamma);
 }
 
 uint64_t Rng::next() {

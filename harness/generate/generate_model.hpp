@@ -11,8 +11,8 @@
 namespace dsa::gen {
 
 // ---- portable randomness: only integer ops, IEEE + - * / and sqrt, so every platform and
-// compiler gives the same bits (the model's files are compiled with -ffp-contract=off) ----
-uint64_t splitmix64(uint64_t x);
+// compiler gives the same bits (the model's files are compiled with -ffp-contract=off); the
+// integer mixing is core/random.hpp's splitmix64 ----
 // Key of an independent stream: hash of the seed, a purpose tag and up to three indices.
 uint64_t stream_key(uint64_t seed, uint64_t tag, uint64_t a = 0, uint64_t b = 0, uint64_t c = 0);
 

@@ -7,10 +7,12 @@
 #include <exception>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "core/errors.hpp"
+#include "core/parallel.hpp"
+#include "core/random.hpp"
 #include "reference/scores.hpp"
+#include "harness/impls/reference_views.hpp"
 #include "reference/selection.hpp"
 
 namespace dsa {
@@ -18,42 +20,6 @@ namespace dsa {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Runs fn(i) for i in [0, n) on every core. Each item writes only its own outputs, so the
-// result does not depend on the thread count. The error of the smallest failing item wins.
-template <class Fn>
-void parallel_for(int64_t n, Fn fn) {
-  const int threads = int(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(std::max<int64_t>(n, 1)))));
-  std::atomic<int64_t> next{0};
-  std::mutex error_mutex;
-  int64_t error_item = INT64_MAX;
-  std::exception_ptr error;
-  const auto work = [&] {
-    for (int64_t i = next++; i < n; i = next++) {
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (i < error_item) { error_item = i; error = std::current_exception(); }
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
-ref::KeyView keys_of(const Batch& batch, int request) {
-  ref::KeyView keys;
-  keys.pool = batch.pool.data();
-  keys.page_size = batch.page_size;
-  keys.table = batch.page_table.data() + size_t(request) * size_t(batch.table_width);
-  return keys;
-}
-
-ref::QueryRow query_of(const Layer& layer, int r) { return {layer.q_row(r), layer.scale_row(r), layer.weight_row(r)}; }
 
 std::string dataset_of(const Layer& layer) { return "/layers/" + std::to_string(layer.id) + "/q"; }
 
@@ -95,7 +61,7 @@ struct StageClock {
     } add{this, start};
     return fn();
   }
-  double wall_ms() const { return double(ns.load()) / 1e6 / std::max(1u, std::thread::hardware_concurrency()); }
+  double wall_ms() const { return double(ns.load()) / 1e6 / cpu_threads(); }
 };
 
 // ---- results shared between reference-sparse and reference-mask ----
@@ -103,27 +69,6 @@ struct StageClock {
 // the same plain layers. The first of them to run on a batch stores these per-layer results
 // here, keyed by a hash of everything they depend on; the second copies them instead of
 // recomputing (the dense pass is most of the reference's time).
-
-// A fast 64-bit hash of bytes (4 independent multiply-xorshift lanes).
-uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  uint64_t lane[4] = {seed ^ 0x9E3779B97F4A7C15ull, seed + 1, seed + 2, seed + 3};
-  const auto mix = [](uint64_t h, uint64_t w) {
-    h ^= w * 0xBF58476D1CE4E5B9ull;
-    h = (h << 27 | h >> 37) * 0x94D049BB133111EBull;
-    return h;
-  };
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int l = 0; l < 4; ++l) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * l, 8);
-      lane[l] = mix(lane[l], w);
-    }
-  uint64_t h = mix(mix(lane[0], lane[1]), mix(lane[2], lane[3])) ^ n;
-  for (; i < n; ++i) h = mix(h, p[i]);
-  return h;
-}
 
 template <class T>
 uint64_t hash_vector(const std::vector<T>& v, uint64_t seed) { return hash_bytes(v.data(), v.size() * sizeof(T), seed); }
@@ -239,7 +184,7 @@ class ReferenceImpl : public Implementation {
     have_blocks_ = false;
     stash_.clear();
     out.notes = "CPU reference, " + std::string(path_name(path_)) + " path, " +
-                std::to_string(std::thread::hardware_concurrency()) + " threads";
+                std::to_string(cpu_threads()) + " threads";
   }
 
   void publish(const Batch& batch, const Layer& source, const RunOptions& options, Results& out) override {
@@ -323,7 +268,7 @@ class ReferenceImpl : public Implementation {
           const int64_t L = batch.compress_len[size_t(r)];
           std::vector<double> exact(static_cast<size_t>(L));
           guarded(batch, layer, r, [&] {
-            ref::exact_scores_row(query_of(layer, r), keys_of(batch, batch.row_request[size_t(r)]), L, exact.data());
+            ref::exact_scores_row(query_of(layer, r), keys_of(batch, r), L, exact.data());
           });
           ref::write_positions(ref::source_topk(exact.data(), L, batch.topk), batch.topk, position_row(lr, batch, r));
         }
@@ -371,7 +316,7 @@ class ReferenceImpl : public Implementation {
   // pass over the keys serves the group) and runs fn(group) for each group in parallel.
   template <class Fn>
   void for_row_groups(const Batch& batch, Fn fn) {
-    const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = cpu_threads();
     std::vector<std::vector<int>> groups;
     size_t i = 0;
     while (i < rows_.size()) {
@@ -404,14 +349,14 @@ class ReferenceImpl : public Implementation {
       outs.push_back(dense[i].data());
     }
     try {
-      ref::dense_scores_rows(queries.data(), int(group.size()), keys_of(batch, batch.row_request[size_t(group[0])]),
+      ref::dense_scores_rows(queries.data(), int(group.size()), keys_of(batch, group[0]),
                              lens.data(), outs.data());
     } catch (const ref::ScoreOverflow&) {
       // Find the first offending row of the group for the message.
       for (int r : group)
         guarded(batch, layer, r, [&] {
           std::vector<float> one(static_cast<size_t>(batch.compress_len[size_t(r)]));
-          ref::dense_scores_row(query_of(layer, r), keys_of(batch, batch.row_request[size_t(r)]),
+          ref::dense_scores_row(query_of(layer, r), keys_of(batch, r),
                                 batch.compress_len[size_t(r)], one.data());
         });
       throw;
@@ -425,7 +370,7 @@ class ReferenceImpl : public Implementation {
     std::vector<double> exact(static_cast<size_t>(L));
     scores.time([&] {
       guarded(batch, source, r, [&] {
-        ref::exact_scores_row(query_of(source, r), keys_of(batch, batch.row_request[size_t(r)]), L, exact.data());
+        ref::exact_scores_row(query_of(source, r), keys_of(batch, r), L, exact.data());
       });
     });
     topk.time([&] {
@@ -459,7 +404,7 @@ class ReferenceImpl : public Implementation {
 
   void select_row(const Batch& batch, const std::vector<const Layer*>& consumers, int r, const RunOptions& options) {
     const ref::LevelOne& l1 = level_one_[size_t(r)];
-    const ref::KeyView keys = keys_of(batch, batch.row_request[size_t(r)]);
+    const ref::KeyView keys = keys_of(batch, r);
     const std::vector<int32_t> candidates = ref::candidate_positions(l1);
     const int64_t n = l1.valid_len, L = batch.compress_len[size_t(r)];
     const int nc = int(consumers.size());
