@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/rules.hpp"
+#include "harness/impls/reference_views.hpp"
 #include "reference/formats.hpp"
 #include "reference/scores.hpp"
 #include "reference/selection.hpp"
@@ -20,19 +21,6 @@ using metrics::RowRef;
 constexpr size_t kRowFigureIds = 8;        // missed / extra positions kept per row
 
 // ---- ranking scores with the reference, for the rows and positions a metric asks about ----
-
-ref::KeyView keys_of(const Batch& batch, int row) {
-  const int request = batch.row_request[size_t(row)];
-  ref::KeyView keys;
-  keys.pool = batch.pool.data();
-  keys.page_size = batch.page_size;
-  keys.table = batch.page_table.data() + size_t(request) * size_t(batch.table_width);
-  return keys;
-}
-
-ref::QueryRow query_of(const Layer& layer, int row) {
-  return {layer.q_row(row), layer.scale_row(row), layer.weight_row(row)};
-}
 
 enum class Ranking { dense, sparse, exact };
 

@@ -12,6 +12,7 @@
 #include "core/errors.hpp"
 #include "harness/replay/replay.hpp"
 #include "core/rules.hpp"
+#include "harness/impls/reference_views.hpp"
 #include "reference/scores.hpp"
 
 namespace dsa {
@@ -151,12 +152,7 @@ std::vector<float> row_scores(const Batch& batch, const Layer& layer, int row) {
   const int64_t L = batch.compress_len[size_t(row)];
   std::vector<float> out(size_t(std::max<int64_t>(L, 0)));
   try {
-    ref::KeyView keys;
-    keys.pool = batch.pool.data();
-    keys.page_size = batch.page_size;
-    keys.table = batch.page_table.data() + size_t(batch.row_request[size_t(row)]) * size_t(batch.table_width);
-    const ref::QueryRow q{layer.q_row(row), layer.scale_row(row), layer.weight_row(row)};
-    ref::dense_scores_row(q, keys, L, out.data());
+    ref::dense_scores_row(query_of(layer, row), keys_of(batch, row), L, out.data());
   } catch (const std::exception&) {
     out.clear();  // an overflowing row: the comparison already reports it
   }
