@@ -1,6 +1,6 @@
 #pragma once
 // The in-memory batch: plain arrays laid out exactly like the HDF5 datasets of batch format v1
-// (shared/spec/batch-format.md), plus derived per-row lookups. Nothing here touches HDF5.
+// (docs/batch-format.md), plus derived per-row lookups. Nothing here touches HDF5.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Model constants fixed by batch format v1 (see shared/spec/semantics.md).
+// Model constants fixed by batch format v1 (see docs/semantics.md).
 #include <cstdint>
 
 namespace dsa {

@@ -1,6 +1,6 @@
 #pragma once
 // What one implementation produced for one batch: the same fields as the recorded-outputs
-// group of batch-format.md, so every pair of result sets is compared by one code path.
+// group of docs/batch-format.md, so every pair of result sets is compared by one code path.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Number formats of the indexer (shared/spec/semantics.md, "Number formats"): e2m1 fp4 codes,
+// Number formats of the indexer (docs/semantics.md, "Number formats"): e2m1 fp4 codes,
 // ue8m0 scales, bf16 rounding, and the production quantizer that makes q and index K.
 #include <cstdint>
 #include <cstring>

@@ -1,5 +1,5 @@
 #pragma once
-// Scores of the indexer (shared/spec/semantics.md, "Scores"): the exact head score rounded once
+// Scores of the indexer (docs/semantics.md, "Scores"): the exact head score rounded once
 // to fp32, the dense fp32 score (4-lane fma order), the sparse bf16 score (single-rounding bf16
 // fmas) and the exact fp64 score. Pure functions over rows: no I/O, no threads (callers
 // parallelise rows).

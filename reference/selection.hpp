@@ -1,5 +1,5 @@
 #pragma once
-// Selection of the indexer (shared/spec/semantics.md, "Selection"): top-k with the reference
+// Selection of the indexer (docs/semantics.md, "Selection"): top-k with the reference
 // tie rule (larger score, then smaller position), level one (blocks), level two on both paths,
 // and the final ascending write. Pure functions over one row.
 #include <cstddef>

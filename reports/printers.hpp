@@ -1,5 +1,5 @@
 #pragma once
-// The printers of a report: each turns the one in-memory report (harness/report_model.hpp) into
+// The printers of a report: each turns the one in-memory report (reports/report_model.hpp) into
 // one file format. None of them computes a verdict; they only print what the model holds.
 #include <string>
 

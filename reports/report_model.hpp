@@ -15,7 +15,7 @@ namespace dsa {
 
 constexpr int kReportSchemaVersion = 1;
 
-// Device ceilings measured on the H200 (shared/spec/performance.md), for the share of ceiling.
+// Device ceilings measured on the H200 (docs/performance.md), for the share of ceiling.
 constexpr double kCeilingBytesPerSecond = 4.25e12;  // HBM copy, read + write counted
 constexpr double kCeilingFlopsPerSecond = 1282e12;  // dense fp8 tensor rate (cuBLAS)
 

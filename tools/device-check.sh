@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 4 in one call on the device machine (H200):
+# Every GPU check in one call on the device machine (H200):
 #   configure (cmake --preset device), build (16 jobs), ctest -L gpu, the device checks of
 #   gpu-sparse / gpu-mask against the reference of their own path and against each other on
 #   smoke, edge, edge-r2, sglang-test and chunk-256k (256 sampled rows), the same through the CLI

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the committed golden outputs of the references on the committed fixtures:
-# fixtures/golden/X.results.h5 for X in smoke, edge, edge-r2. tests/harness/test_golden.cpp reruns
+# fixtures/golden/X.results.h5 for X in smoke, edge, edge-r2. tests/harness/impls/test_golden.cpp reruns
 # the references in-process and requires these files bit for bit, so run this only when a
 # reference change is intended, and say why in the commit that updates them.
 # Usage: tools/make-golden.sh [path/to/dsa-harness]   (default: build/dsa-harness)

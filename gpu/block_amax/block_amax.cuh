@@ -1,5 +1,5 @@
 #pragma once
-// Level-one block keys (semantics.md "Level one"): key[b] = max of the dense scores of
+// Level-one block keys (docs/semantics.md "Level one"): key[b] = max of the dense scores of
 // positions 8b..8b+7 (all below L except in the newest block, whose key is +inf).
 #include <cstdint>
 

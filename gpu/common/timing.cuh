@@ -1,5 +1,5 @@
 #pragma once
-// Kernel timing with CUDA events (issue 4, item 3): warm-up launches, then `samples` timed
+// Kernel timing with CUDA events (docs/performance.md): warm-up launches, then `samples` timed
 // launches, each preceded by a memset over twice the L2 so no sample starts with warm caches.
 #include <functional>
 #include <string>

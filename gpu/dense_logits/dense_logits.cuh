@@ -1,5 +1,5 @@
 #pragma once
-// Dense fp32 scores of every position p < L of the selected rows (semantics.md, "Dense score"):
+// Dense fp32 scores of every position p < L of the selected rows (docs/semantics.md, "Dense score"):
 // exact head scores on the int8 tensor cores (gpu/common/fp4_mma.cuh), relu, the 4-lane fma
 // order, (a0 + a2) + (a1 + a3).
 #include <cstdint>

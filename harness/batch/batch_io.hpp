@@ -1,5 +1,5 @@
 #pragma once
-// HDF5 reader and writer of batch format v1 and of result files (shared/spec/batch-format.md).
+// HDF5 reader and writer of batch format v1 and of result files (docs/batch-format.md).
 // Nothing outside harness/batch_io*, harness/h5_util* touches HDF5.
 #include <string>
 #include <vector>
@@ -10,7 +10,7 @@
 namespace dsa {
 
 // Reads a v1 batch file, recorded outputs included (into batch.outputs), validates every rule of
-// batch-format.md (validate_batch) and calls batch.finalize(). Sets batch.path = path.
+// docs/batch-format.md (validate_batch) and calls batch.finalize(). Sets batch.path = path.
 // Throws InputError("<file>: <dataset>: <rule>") for broken rules and for HDF5 failures
 // (missing/unreadable file, not HDF5, missing dataset, wrong dtype or shape).
 Batch read_batch(const std::string& path);

@@ -1,5 +1,5 @@
 #pragma once
-// The validator of batch format v1: every rule of batch-format.md ("Validation rules" and the
+// The validator of batch format v1: every rule of docs/batch-format.md ("Validation rules" and the
 // attribute table), on an in-memory Batch. Each broken rule throws its own
 // InputError(file, dataset, rule) naming the dataset or attribute (e.g. "/requests/page_table").
 #include <string>
@@ -20,7 +20,7 @@ void validate_batch(const Batch& batch, const std::string& file);
 // Datasets are named "/outputs/<name>/..." in messages.
 void validate_results(const Batch& batch, const Results& results, const std::string& file);
 
-// valid_len of a row of length L when all min(2048, ceil(L/8)) blocks are kept (semantics.md).
+// valid_len of a row of length L when all min(2048, ceil(L/8)) blocks are kept (docs/semantics.md).
 int valid_len_of(int len);
 
 }  // namespace dsa

@@ -1,4 +1,4 @@
-// `dsa-harness generate`: writes a synthetic batch file from a preset (harness/generate.hpp).
+// `dsa-harness generate`: writes a synthetic batch file from a preset (harness/generate/generate.hpp).
 #include <cstdio>
 #include <memory>
 #include <sstream>

@@ -1,6 +1,6 @@
 #pragma once
 // The comparison driver: one implementation's results against another's on one batch, judged by
-// one of the three rules of semantics.md ("Verdicts"), layer by layer, as Records.
+// one of the three rules of docs/metrics.md ("Rules and verdicts"), layer by layer, as Records.
 //   own-path    implementation vs the reference of its own path: validity, tie-aware exactness
 //               and (where both recorded scores) bitwise scores must all be 100 %.
 //   public-test sparse path vs mask path: per row >= 95 % agreement and no floor violation

@@ -1,7 +1,7 @@
 #pragma once
-// Comparison metrics of shared/spec/semantics.md, "Comparison": small pure functions over the
+// Comparison metrics of docs/metrics.md: small pure functions over the
 // picks (and scores) of two result sets of one batch. Each returns named Records and the first
-// Mismatches with their coordinates; harness/compare.hpp picks the metrics a rule needs and
+// Mismatches with their coordinates; harness/compare/compare.hpp picks the metrics a rule needs and
 // turns them into verdicts. Ranking scores come in through callbacks so the metrics never run
 // the reference themselves and can be tested on hand-made tables.
 #include <cstdint>

@@ -118,7 +118,7 @@ BatchSpec smoke(const GenerateOptions& o) {
   return spec;
 }
 
-// ---- edge: every edge case of semantics.md, each in a request built for it.
+// ---- edge: every edge case of docs/semantics.md, each in a request built for it.
 BatchSpec edge(const GenerateOptions& o) {
   reject_size_overrides(o);
   BatchSpec spec = base_spec(o, 1);

@@ -1,11 +1,12 @@
 #pragma once
-// Synthetic batches that look like production prefill chunks (issue 2, item 4). Each preset builds
+// Synthetic batches that look like production prefill chunks. Each preset builds
 // a dsa::Batch in memory; `dsa-harness generate` writes it with write_batch. The same preset, seed
 // and overrides always give the same Batch, field by field, on any platform and thread count.
 //
-// Presets (details in harness/generate_presets.cpp and fixtures/README.md):
+// Presets (built in harness/generate/generate.cpp on the data model of generate_model.cpp;
+// fixtures/README.md describes them):
 //   smoke        tiny ratio-1 batch (source 20, consumers 24 28); one request beyond 16384 positions
-//   edge         every edge case of semantics.md in one ratio-1 file (source 20, consumers 24..36)
+//   edge         every edge case of docs/semantics.md in one ratio-1 file (source 20, consumers 24..36)
 //   edge-r2      plain layers 2 8 14 at compress ratio 2 (source_layer -1)
 //   sglang-test  the public kernel test's two requests (256 rows at 40000, 64 rows at 3000)
 //   chunk-256k   16384 causal rows at 262144 context, one request (about 190 MB on disk)

@@ -1,5 +1,5 @@
 #pragma once
-// The generator's data model (internal to harness/generate*.cpp and its test): a portable RNG,
+// The generator's data model (internal to harness/generate/ and its test): a portable RNG,
 // the layout a preset decides (BatchSpec), and build_batch, which turns a layout into keys,
 // queries and weights that score like production. See generate_model.cpp for the score model.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// gpu-sparse and gpu-mask against an exact CPU model of semantics.md written here, independently
+// gpu-sparse and gpu-mask against an exact CPU model of docs/semantics.md written here, independently
 // of both the GPU code and reference/: bit-identical scores, identical blocks and picks.
 #include <algorithm>
 #include <cmath>

@@ -75,7 +75,7 @@ TEST_CASE("validator: accepts the format's edges", "[batch_validate]") {
   }
 }
 
-TEST_CASE("validator: valid_len_of follows semantics.md", "[batch_validate]") {
+TEST_CASE("validator: valid_len_of follows docs/semantics.md", "[batch_validate]") {
   REQUIRE(valid_len_of(0) == 0);
   REQUIRE(valid_len_of(1) == 1);
   REQUIRE(valid_len_of(13) == 13);

@@ -1,5 +1,5 @@
-// The synthetic batch generator (harness/generate.cpp, harness/generate_model.cpp): determinism,
-// each preset's structural promises, the edge cases semantics.md names, value formats, and the
+// The synthetic batch generator (harness/generate/generate.cpp, generate_model.cpp): determinism,
+// each preset's structural promises, the edge cases docs/semantics.md names, value formats, and the
 // production-like score structure measured with the reference.
 #include <algorithm>
 #include <cmath>
@@ -229,7 +229,7 @@ TEST_CASE("generate: group exponents vary but stay within a few binades per scor
     }
   REQUIRE(q_exponents.size() >= 4);  // ue8m0 scales really vary
   REQUIRE(widest >= 2);
-  REQUIRE(widest <= 10);             // the tensor cores' exact range (semantics.md)
+  REQUIRE(widest <= 10);             // the tensor cores' exact range (docs/semantics.md)
 }
 
 TEST_CASE("generate: smoke is tiny, ratio 1, and one request drops level-one blocks", "[generate]") {
@@ -248,7 +248,7 @@ TEST_CASE("generate: smoke is tiny, ratio 1, and one request drops level-one blo
   REQUIRE_FALSE(identity_tables(b));
 }
 
-TEST_CASE("generate: edge holds every edge case of semantics.md", "[generate]") {
+TEST_CASE("generate: edge holds every edge case of docs/semantics.md", "[generate]") {
   const Batch b = make("edge");
   REQUIRE(layer_ids(b) == std::vector<int>{20, 24, 28, 32, 36});
   REQUIRE(b.source()->id == 20);

@@ -118,7 +118,7 @@ Batch generated(const std::string& preset, uint64_t seed) {
   return generate_batch(o);
 }
 
-// Validity of one result set (semantics.md, Comparison: validity) on every computed row.
+// Validity of one result set (docs/metrics.md, validity) on every computed row.
 void check_valid(const Batch& b, const Results& res) {
   const int k = b.topk;
   for (int r = 0; r < b.rows(); ++r) {
@@ -253,7 +253,7 @@ TEST_CASE("an overflowing score is invalid input naming the layer dataset and ro
   CHECK_NOTHROW(run_reference(PathKind::mask, b, {0, 1}));
 }
 
-TEST_CASE("edge preset: every edge case of semantics.md") {
+TEST_CASE("edge preset: every edge case of docs/semantics.md") {
   const Batch b = generated("edge", 1);
   const Results sparse = run_reference(PathKind::sparse, b, {}, true);
   const Results mask = run_reference(PathKind::mask, b, {}, true);
