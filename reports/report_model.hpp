@@ -88,7 +88,7 @@ struct WorstRow {
 
 // A case: one implementation on one layer (or "blocks") of one batch, maybe on sampled rows.
 struct CaseResult {
-  std::string id;  // batch-id/impl/layer[/rows]
+  std::string id;  // batch-id/impl/layer (rows travel in `rerun`)
   std::string batch_id, impl, layer, role, rows;  // rows: "" for all rows, else a list "0-3,17"
   std::string input;                              // the batch file, for the rerun command
   Disposition verdict = Disposition::passed;

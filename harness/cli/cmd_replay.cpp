@@ -39,7 +39,7 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "seed of the --rows N draw (default 0)");
   cmd->add_option("--repeat", o.repeat, "run each implementation N times and check the runs are bitwise identical");
   cmd->add_option("--tolerance", o.tolerance, "relative tolerance of the selection floor (default 2^-5)");
-  cmd->add_option("--case", o.case_id, "rerun exactly one case: batch-id/impl/layer[/rows], as a failure prints it");
+  cmd->add_option("--case", o.case_id, "rerun exactly one case: batch-id/impl/layer, as a failure prints it (give the same --rows/--seed)");
   cmd->add_option("-o,--output", o.out_dir, "report folder (default ./dsa-report)");
   cmd->add_option("--shard", args->shard,
                   "run share I of N of the inputs (I/N; default from SLURM_ARRAY_TASK_* or "
@@ -48,7 +48,7 @@ void add_replay_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--resume", o.resume, "skip the implementation runs DIR/cases.jsonl already holds");
   cmd->footer(
-      "Case ID: batch-id/impl/layer[/rows]; every failing case prints the command that reruns it.\n"
+      "Case ID: batch-id/impl/layer; every failing case prints the command that reruns it (with its --rows/--seed).\n"
       "Exit codes: 0 pass, 1 correctness failure, 2 performance regression, 3 inconclusive,\n"
       "4 invalid input or environment problem (also: an implementation named with --impl cannot run here;\n"
       "one only offered by default is reported \"not run\" and leaves the exit code alone).");

@@ -24,7 +24,7 @@ CaseId parse_case_id(const std::string& id) {
   std::stringstream s(id);
   for (std::string part; std::getline(s, part, '/');) parts.push_back(part);
   if (parts.size() < 3 || parts.size() > 4 || parts[0].empty() || parts[1].empty() || parts[2].empty())
-    throw InputError("--case", id, "expected batch-id/impl/layer[/rows], as printed by a failing case");
+    throw InputError("--case", id, "expected batch-id/impl/layer, as printed by a failing case");
   CaseId c{parts[0], parts[1], parts[2], parts.size() == 4 ? parts[3] : ""};
   return c;
 }
@@ -70,8 +70,15 @@ std::vector<int> parse_rows_text(const std::string& text, int row_count) {
   return rows;
 }
 
-std::string rerun_command(const std::string& input, const std::string& case_id, double tolerance) {
-  std::string cmd = "dsa-harness replay " + input + " --case " + case_id;
+std::string rows_flags(const std::string& rows_spec, uint64_t seed) {
+  if (rows_spec.empty() || rows_spec == "all") return "";
+  const bool count = rows_spec.find_first_not_of("0123456789") == std::string::npos;
+  return " --rows " + rows_spec + (count ? " --seed " + std::to_string(seed) : "");
+}
+
+std::string rerun_command(const std::string& input, const std::string& case_id, const std::string& flags,
+                          double tolerance) {
+  std::string cmd = "dsa-harness replay " + input + " --case " + case_id + flags;
   if (tolerance != rules::kFloorTolerance) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " --tolerance %.17g", tolerance);
@@ -97,8 +104,8 @@ std::vector<CaseResult> cases_from_comparisons(const CaseContext& ctx, const std
         c.layer = layer;
         c.rows = rows_text(ctx.rows);
         c.input = ctx.input;
-        c.id = format_case_id({ctx.batch_id, ctx.impl, layer, c.rows});
-        c.rerun = rerun_command(ctx.input, c.id, ctx.tolerance);
+        c.id = format_case_id({ctx.batch_id, ctx.impl, layer, ""});
+        c.rerun = rerun_command(ctx.input, c.id, ctx.rows_flags, ctx.tolerance);
       }
       if (c.role.empty() || part.layer == layer) c.role = part.role;
       auto same = [&](const CaseComparison& x) { return x.rule == cmp.rule && x.against == cmp.against; };

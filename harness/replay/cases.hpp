@@ -13,7 +13,8 @@ namespace dsa {
 
 struct CaseContext {
   std::string batch_id, input, impl;
-  std::vector<int> rows;  // empty: all rows
+  std::vector<int> rows;   // empty: all rows
+  std::string rows_flags;  // how the rerun command selects them again (rows_flags())
   double tolerance = rules::kFloorTolerance;
 };
 

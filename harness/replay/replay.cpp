@@ -1,6 +1,7 @@
 #include "harness/replay/replay.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -198,7 +199,7 @@ class BatchRun {
       const Results& against = results_of(a.name, false);
       comparisons.push_back(compare_results(batch_, results, path_of(impl), against, path_of(a.name), copt));
     }
-    cases = cases_from_comparisons({id_, path_, impl, rows_, opt_.tolerance}, comparisons);
+    cases = cases_from_comparisons({id_, path_, impl, rows_, rows_flags(opt_.rows, opt_.seed), opt_.tolerance}, comparisons);
     if (run.deterministic == 0) mark_nondeterministic(cases);
     for (CaseResult& c : cases) add_worst_rows(c, batch_);
   }
@@ -210,8 +211,8 @@ class BatchRun {
     c.layer = "run";
     c.rows = rows_text(rows_);
     c.input = path_;
-    c.id = format_case_id({id_, impl, "run", c.rows});
-    c.rerun = rerun_command(path_, c.id, opt_.tolerance);
+    c.id = format_case_id({id_, impl, "run", ""});
+    c.rerun = rerun_command(path_, c.id, rows_flags(opt_.rows, opt_.seed), opt_.tolerance);
     c.verdict = Disposition::incorrect;
     c.failed_metric = "run: the implementation failed";
     c.message = what;
@@ -425,13 +426,18 @@ Report run_replay(const ReplayOptions& o) {
   if (!o.case_id.empty()) {
     only = parse_case_id(o.case_id);
     opt.impls = {only->impl};
+    // An ID of an earlier version carries its rows as ranges: they replace --rows, as a list.
+    if (!only->rows.empty()) {
+      opt.rows.clear();
+      for (int r : parse_rows_text(only->rows, 1 << 24)) opt.rows += std::to_string(r) + ",";
+    }
   }
   const Shard shard = o.shard ? *o.shard : shard_from_environment();
   std::vector<std::string> targets = target_names(opt);
 
   Report report;
   report.environment = describe_environment(o.devices);
-  report.settings = {only ? (only->rows.empty() ? "all" : only->rows) : o.rows, o.seed, o.repeat, o.tolerance,
+  report.settings = {opt.rows, o.seed, o.repeat, o.tolerance,
                      shard.index, shard.count};
   std::vector<ShardInput> all;
   for (const std::string& f : expand_inputs(o.inputs)) all.push_back({f, file_size(f)});
@@ -450,7 +456,8 @@ Report run_replay(const ReplayOptions& o) {
     if (only && id != only->batch_id) continue;
     if (!seen.insert(id).second) continue;  // the same batch named twice (a file and its folder)
     case_found = true;
-    std::vector<int> rows = only ? parse_rows_text(only->rows, batch.rows()) : select_rows(batch, o.rows, o.seed);
+    std::vector<int> rows = only && !only->rows.empty() ? parse_rows_text(only->rows, batch.rows())
+                                                        : select_rows(batch, o.rows, o.seed);
     report.inputs.push_back(input_info(path, batch, id));
     std::vector<bool> named;
     for (const std::string& t : targets)

@@ -48,7 +48,9 @@ struct ImplAvailability {
 };
 std::vector<ImplAvailability> list_implementations();
 
-// Case IDs: batch-id/impl/layer[/rows]; rows as ascending ranges "0-3,17".
+// Case IDs are short, batch-id/impl/layer: the rows a case ran on travel in its rerun command
+// (--rows/--seed), so a sampled run's IDs do not list every row. A fourth part, rows as ascending
+// ranges "0-3,17" (the IDs of earlier versions), is still accepted by --case.
 struct CaseId {
   std::string batch_id, impl, layer, rows;
 };
@@ -57,7 +59,11 @@ std::string format_case_id(const CaseId& id);
 std::string rows_text(const std::vector<int>& rows);           // {} -> "" (all rows)
 std::vector<int> parse_rows_text(const std::string& text, int row_count);  // throws InputError
 
-// The command line that reruns one case.
-std::string rerun_command(const std::string& input, const std::string& case_id, double tolerance);
+// The --rows/--seed flags that select the same rows again: "" for all rows, " --rows N --seed S"
+// for a sample, " --rows i,j,k" for a list.
+std::string rows_flags(const std::string& rows_spec, uint64_t seed);
+// The command line that reruns one case; `flags` from rows_flags.
+std::string rerun_command(const std::string& input, const std::string& case_id, const std::string& flags,
+                          double tolerance);
 
 }  // namespace dsa

@@ -1,6 +1,7 @@
 // replay on the committed fixtures: a resumed run equals an uninterrupted one, shard runs merged
 // equal one whole run, --case reruns exactly one case, a planted wrong output fails with a rerun
 // command, and the exit codes of the CLI.
+#include <algorithm>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,11 @@ TEST_CASE("replay: case IDs and row lists round-trip") {
   CHECK(format_case_id(id) == "0123abcd/gpu-sparse/24/0-3,17");
   CHECK(rows_text({0, 1, 2, 3, 17, 19, 20}) == "0-3,17,19-20");
   CHECK(rows_text({}).empty());
+  CHECK(rows_flags("all", 3).empty());
+  CHECK(rows_flags("64", 3) == " --rows 64 --seed 3");
+  CHECK(rows_flags("4,9,", 3) == " --rows 4,9,");
+  CHECK(rerun_command("f.h5", "ab/reference-mask/24", rows_flags("64", 7), 0.5) ==
+        "dsa-harness replay f.h5 --case ab/reference-mask/24 --rows 64 --seed 7 --tolerance 0.5");
   CHECK_THROWS_AS(parse_case_id("just-a-batch"), InputError);
   CHECK_THROWS_AS(parse_rows_text("3-1", 20), InputError);
   CHECK_THROWS_AS(parse_rows_text("25", 20), InputError);
@@ -254,7 +260,23 @@ TEST_CASE("replay: --case reruns exactly one case") {
   REQUIRE(one.cases.size() == 1);
   CHECK(one.cases[0].id == pick.id);
   CHECK(case_to_json(one.cases[0]) == case_to_json(pick));
-  CHECK(pick.rerun.find("--case " + pick.id) != std::string::npos);
+  CHECK(pick.rerun.find("--case " + pick.id + " --rows 6 --seed 3") != std::string::npos);
+  // Short IDs: batch/impl/layer, whatever rows were sampled (the rows travel in the rerun flags).
+  for (const CaseResult& c : whole.cases) {
+    INFO(c.id);
+    CHECK(std::count(c.id.begin(), c.id.end(), '/') == 2);
+    CHECK(c.id == c.batch_id + "/" + c.impl + "/" + c.layer);
+  }
+
+  // An ID of an earlier version carries the rows as ranges; they still select the same rows.
+  ReplayOptions legacy = quick(dir.sub("legacy"));
+  legacy.rows = "all";
+  legacy.case_id = pick.id + "/" + pick.rows;
+  const Report old = run_replay(legacy);
+  REQUIRE(old.cases.size() == 1);
+  CHECK(old.cases[0].id == pick.id);
+  CHECK(old.cases[0].rows == pick.rows);
+  CHECK(case_to_json(old.cases[0])["comparisons"] == case_to_json(pick)["comparisons"]);
 
   o.case_id = "ffffffffffffffff/reference-sparse/24";
   CHECK_THROWS_AS(run_replay(o), InputError);
