@@ -47,6 +47,10 @@ std::string command_output(const std::string& command) {
 
 }  // namespace
 
+const char* build_commit() { return DSA_GIT_COMMIT; }
+
+std::string version_text() { return std::string("dsa-harness ") + DSA_VERSION + " (commit " + build_commit() + ")"; }
+
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -64,8 +68,10 @@ SmiInfo parse_nvidia_smi(const std::string& query_line, const std::string& banne
   while (std::getline(fields, field, ',')) parts.push_back(trim(field));
   if (parts.size() >= 1) info.name = parts[0];
   if (parts.size() >= 2) info.driver = parts[1];
-  if (parts.size() >= 3) info.sm_clock = parts[2];
-  if (parts.size() >= 4) info.sm_clock += " (max " + parts[3] + ")";
+  // The clock at start is the idle clock (345 MHz on an idle H200), not the one the kernels ran
+  // at; the maximum is what a busy GPU boosts to, so it leads and the idle reading follows.
+  if (parts.size() >= 4) info.sm_clock = parts[3] + " max (" + parts[2] + " idle at start)";
+  else if (parts.size() >= 3) info.sm_clock = parts[2] + " at start";
   std::smatch m;
   if (std::regex_search(banner, m, std::regex("CUDA Version: *([0-9.]+)"))) info.cuda = m[1];
   return info;
@@ -74,7 +80,7 @@ SmiInfo parse_nvidia_smi(const std::string& query_line, const std::string& banne
 EnvironmentInfo describe_environment(const std::vector<int>& devices) {
   EnvironmentInfo env;
   env.devices = devices;
-  env.commit = DSA_GIT_COMMIT;
+  env.commit = build_commit();
   env.started_at = utc_timestamp();
   env.gpu_detail = gpu::describe_device();
   char host[256] = {0};

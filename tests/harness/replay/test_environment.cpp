@@ -5,11 +5,12 @@
 using namespace dsa;
 
 TEST_CASE("environment: nvidia-smi output is parsed into model, driver, clocks, CUDA") {
-  const SmiInfo smi = parse_nvidia_smi("NVIDIA H200, 570.124.06, 1980 MHz, 1980 MHz\n",
+  const SmiInfo smi = parse_nvidia_smi("NVIDIA H200, 570.124.06, 345 MHz, 1980 MHz\n",
                                        "| NVIDIA-SMI 570.124.06   Driver Version: 570.124.06   CUDA Version: 12.8     |");
   CHECK(smi.name == "NVIDIA H200");
   CHECK(smi.driver == "570.124.06");
-  CHECK(smi.sm_clock == "1980 MHz (max 1980 MHz)");
+  CHECK(smi.sm_clock == "1980 MHz max (345 MHz idle at start)");
+  CHECK(parse_nvidia_smi("NVIDIA H200, 570.124.06, 345 MHz\n", "").sm_clock == "345 MHz at start");
   CHECK(smi.cuda == "12.8");
   CHECK(parse_nvidia_smi("", "").name.empty());
 }
