@@ -6,6 +6,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "core/errors.hpp"
+#include "harness/replay/environment.hpp"
 
 namespace dsa::cli {
 int exit_code = kExitPass;
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
   CLI::App app{"dsa-harness: check and time implementations of DeepSeek-V4.1's two-level sparse indexer"};
   app.footer(kExitCodes);
   app.require_subcommand(1);
-  app.set_version_flag("--version", DSA_VERSION);
+  app.set_version_flag("--version", dsa::version_text());
   dsa::cli::add_generate_command(app);
   dsa::cli::add_inspect_command(app);
   dsa::cli::add_run_command(app);

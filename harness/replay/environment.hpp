@@ -11,6 +11,12 @@ namespace dsa {
 
 EnvironmentInfo describe_environment(const std::vector<int>& devices);
 
+// The commit this binary was built from (12 hex digits, "unknown" outside a git checkout).
+const char* build_commit();
+
+// "dsa-harness 0.1.0 (commit 0123456789ab)": what --version prints.
+std::string version_text();
+
 // Current time as "2026-11-29T13:45:00Z".
 std::string utc_timestamp();
 
