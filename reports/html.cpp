@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxSeries = 16;      // agreement series drawn (one per case)
+constexpr size_t kMaxSeries = 24;      // agreement panels drawn (one per ranked comparison)
 constexpr size_t kMaxPoints = 4000;    // points per series
 
 const char* kStyle = R"CSS(
@@ -59,8 +59,9 @@ function series(svg,ser,xl,yl,dots,ylo){
       d+=dots?'M'+x+','+y+'h0.01':(j?'L':'M')+x+','+y;});
     var p=el(svg,'path',{d:d,'class':'data',stroke:COL[i%COL.length],fill:'none','stroke-width':dots?4:1.5,'stroke-linecap':'round'});
     el(p,'title',{},s.name);
-    if(i<10)el(svg,'text',{x:W-R-4,y:T+12+12*i,'text-anchor':'end','font-size':10,fill:COL[i%COL.length]},s.name);
-    else if(i===10)el(svg,'text',{x:W-R-4,y:T+12+12*i,'text-anchor':'end','font-size':10},'+'+(ser.length-10)+' more (hover a line)');});
+    // The legend sits right of the plot area (R leaves room for it), never over the data.
+    if(i<16)el(svg,'text',{x:W-R+8,y:T+8+12*i,'font-size':10,fill:COL[i%COL.length]},s.name);
+    else if(i===16)el(svg,'text',{x:W-R+8,y:T+8+12*i,'font-size':10},'+'+(ser.length-16)+' more (hover a line)');});
 }
 function histogram(svg,vals,xl){
   if(!vals.length){empty(svg);return;}
@@ -94,13 +95,40 @@ function kernels(svg,ks){
   el(svg,'path',{d:d,'class':'data',fill:'#0969da',stroke:'#0a3069'});
   if(fl)el(svg,'path',{d:fl,'class':'floor',stroke:'#888','stroke-width':3});
 }
+// Per-row agreement as small multiples: one panel per comparison, each with its own zoomed axis
+// (everything happens between 0.95 and 1), its name above the plot instead of a legend over the
+// data, and the rule's pass line dashed.
+function panels(svg,ser){
+  if(!ser.length){empty(svg);return;}
+  var cols=Math.min(3,ser.length),PW=300,PH=170,pl=44,pr=10,pt=30,pb=26;
+  W=cols*PW;H=Math.ceil(ser.length/cols)*PH;
+  ser.forEach(function(s,i){
+    var ox=(i%cols)*PW,oy=Math.floor(i/cols)*PH,xs=[],ys=[];
+    s.points.forEach(function(p){xs.push(p[0]);ys.push(p[1]);});
+    el(svg,'text',{x:ox+pl,y:oy+14,'font-size':11,'font-weight':600},s.name.length>44?s.name.slice(0,43)+'…':s.name);
+    if(!xs.length){el(svg,'text',{x:ox+PW/2,y:oy+PH/2,'text-anchor':'middle','class':'nodata'},'no rows');return;}
+    var xr=range(xs),lo=Math.min(range(ys)[0],s.threshold);
+    var y0=Math.max(0,Math.floor((lo-0.005)*100)/100),y1=1.0025;if(xr[1]<=xr[0])xr[1]=xr[0]+1;
+    var X=function(x){return ox+pl+(x-xr[0])/(xr[1]-xr[0])*(PW-pl-pr);},Y=function(y){return oy+pt+(y1-y)/(y1-y0)*(PH-pt-pb);};
+    el(svg,'path',{d:'M'+(ox+pl)+','+(oy+pt)+'V'+(oy+PH-pb)+'H'+(ox+PW-pr),stroke:'#888',fill:'none','class':'axis'});
+    [y0,(y0+1)/2,1].forEach(function(v){el(svg,'text',{x:ox+pl-4,y:Y(v)+3,'text-anchor':'end','font-size':9},fmt(v));
+      el(svg,'path',{d:'M'+(ox+pl)+','+Y(v).toFixed(1)+'H'+(ox+PW-pr),stroke:'#eee','class':'grid'});});
+    [xr[0],xr[1]].forEach(function(v){el(svg,'text',{x:X(v),y:oy+PH-pb+12,'text-anchor':'middle','font-size':9},fmt(v));});
+    el(svg,'text',{x:ox+(PW+pl)/2,y:oy+PH-4,'text-anchor':'middle','font-size':9},'row');
+    if(s.threshold<1&&s.threshold>=y0)el(svg,'path',{d:'M'+(ox+pl)+','+Y(s.threshold).toFixed(1)+'H'+(ox+PW-pr),
+      stroke:'#cf222e','stroke-dasharray':'4 3','class':'threshold'});
+    var d='',below=0;s.points.forEach(function(p){d+='M'+X(p[0]).toFixed(1)+','+Y(p[1]).toFixed(1)+'h0.01';if(p[1]<s.threshold)below++;});
+    var path=el(svg,'path',{d:d,'class':'data',stroke:below?'#cf222e':'#0969da',fill:'none','stroke-width':4,'stroke-linecap':'round'});
+    el(path,'title',{},s.name+': '+s.points.length+' rows, '+below+' below '+s.threshold);});
+}
 var plots=document.querySelectorAll('svg[data-plot]');
-plots.forEach(function(svg){H=260;L=56;W=640;
+plots.forEach(function(svg){H=260;L=56;W=640;R=12;
   var k=svg.getAttribute('data-plot');
-  if(k==='agreement')series(svg,D.agreement,'row','set agreement',true,0);
+  if(k==='agreement')panels(svg,D.agreement);
   else if(k==='floor-margins')histogram(svg,D.margins,'floor margin (score - floor) / |floor|');
   else if(k==='kernel-latency'){L=250;W=900;kernels(svg,D.kernels);}
-  else if(k==='latency-context')series(svg,D.context,'context (max L)','median ms',false,0);
+  else if(k==='latency-context'){W=1000;R=360;H=Math.max(260,T+B+12*Math.min(D.context.length+1,17));
+    series(svg,D.context,'context (max L)','median ms',false,0);}
   svg.setAttribute('viewBox','0 0 '+W+' '+H);svg.setAttribute('width',W);svg.setAttribute('height',H);});
 document.body.setAttribute('data-plots','rendered');
 })();
@@ -118,7 +146,9 @@ json agreement_series(const Report& r) {
         json pts = json::array();
         for (size_t i = 0; i < part.rows.size() && i < kMaxPoints; ++i)
           pts.push_back({part.rows[i].row, part.rows[i].agreement});
-        out.push_back({{"name", c.impl + " vs " + cmp.against + " @" + c.layer}, {"points", pts}});
+        // The per-row pass line of the rule: 95 % for the public test, every pick for own-path.
+        const double threshold = cmp.rule == Rule::public_test ? 0.95 : 1.0;
+        out.push_back({{"name", c.impl + " vs " + cmp.against + " @" + c.layer}, {"points", pts}, {"threshold", threshold}});
       }
     }
   }
@@ -273,7 +303,7 @@ std::string to_html(const Report& report) {
     << "<style>" << kStyle << "</style></head>\n<body>\n";
   header(h, report);
   h << "<h2>Plots</h2>\n"
-    << "<figure><figcaption>Per-row agreement</figcaption><svg data-plot=\"agreement\"></svg></figure>\n"
+    << "<figure><figcaption>Per-row agreement (a panel per ranked comparison; dashed: the rule's pass line)</figcaption><svg data-plot=\"agreement\"></svg></figure>\n"
     << "<figure><figcaption>Floor margins (public-test rule)</figcaption><svg data-plot=\"floor-margins\"></svg></figure>\n"
     << "<figure><figcaption>Latency per kernel against its floor</figcaption><svg data-plot=\"kernel-latency\"></svg></figure>\n";
   const bool by_context = contexts_differ(report);

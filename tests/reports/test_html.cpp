@@ -117,8 +117,10 @@ TEST_CASE("html: plots render in headless Chromium") {
     CHECK(data_paths(svg) >= 1);
     CHECK(svg.find("nodata") == std::string::npos);
   }
-  // One agreement series per ranked comparison: own-path and public-test, in each of two cases.
+  // One agreement panel per ranked comparison: own-path and public-test, in each of two cases;
+  // the public test's 95 % pass line is drawn (own-path's line is the top of the axis).
   CHECK(data_paths(plot_svg(dom, "agreement")) == 4);
+  CHECK(plot_svg(dom, "agreement").find("class=\"threshold\"") != std::string::npos);
 }
 
 TEST_CASE("html: without timings the latency plot says so instead of drawing nothing silently") {
