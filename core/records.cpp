@@ -13,6 +13,14 @@ const char* disposition_name(Disposition d) {
   return "?";
 }
 
+std::string mismatch_text(const std::string& layer, const Mismatch& m) {
+  std::string s = (layer == "blocks" ? std::string("blocks") : "layer " + layer) + " row " + std::to_string(m.row);
+  if (m.column >= 0) s += " slot " + std::to_string(m.column);
+  s += ": expected " + m.what + " " + m.expected + ", got " + m.actual;
+  if (!m.detail.empty()) s += " (" + m.detail + ")";
+  return s;
+}
+
 const char* rule_name(Rule rule) {
   switch (rule) {
     case Rule::own_path: return "own-path";

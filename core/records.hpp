@@ -26,6 +26,11 @@ struct Mismatch {
   std::string detail; // e.g. "score 1.25 vs floor 1.5 (margin -0.25)"
 };
 
+// The one text of a mismatch (DeepGEMM style), printed alike by `compare`, the reports and JUnit:
+// "layer 24 row 17 slot 3: expected position 4097, got 4105 (score 1.5 vs k-th 1.75)"
+// ("blocks row 5 slot 2: ..." for level one).
+std::string mismatch_text(const std::string& layer, const Mismatch& m);
+
 // Per-row figures kept for plots and the worst-rows drill-down.
 struct RowFigure {
   int row = -1;

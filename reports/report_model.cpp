@@ -97,17 +97,6 @@ KernelFigure kernel_figure(const std::string& kernel, const std::string& layer, 
   return k;
 }
 
-static std::string mismatch_text(const LayerComparison& part) {
-  if (part.mismatches.empty()) return "";
-  const Mismatch& m = part.mismatches.front();
-  std::ostringstream s;
-  s << "layer " << part.layer << " row " << m.row;
-  if (m.column >= 0) s << " slot " << m.column;
-  s << ": " << m.what << " expected " << m.expected << ", got " << m.actual;
-  if (!m.detail.empty()) s << " (" << m.detail << ")";
-  return s.str();
-}
-
 Disposition case_verdict(const std::vector<CaseComparison>& comparisons, std::string* failed_metric,
                          std::string* message) {
   bool any_ran = false, inconclusive = false;
@@ -123,7 +112,7 @@ Disposition case_verdict(const std::vector<CaseComparison>& comparisons, std::st
                          (part.failed_metric.empty() ? std::string("failed") : part.failed_metric);
         if (part.layer.find('/') != std::string::npos) *failed_metric += " (" + part.layer + ")";
       }
-      if (message) *message = mismatch_text(part);
+      if (message) *message = part.mismatches.empty() ? "" : mismatch_text(part.layer, part.mismatches.front());
       return Disposition::incorrect;
     }
   }

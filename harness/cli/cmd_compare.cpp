@@ -67,7 +67,7 @@ void print_layer(const LayerComparison& l) {
   for (const Record& r : l.records)
     std::printf("  %-28s %14s  %-9s %s\n", r.name.c_str(), format_value(r).c_str(), r.unit.c_str(), r.hint.c_str());
   if (!l.mismatches.empty()) std::printf("  first mismatches:\n");
-  for (const Mismatch& m : l.mismatches) std::printf("    %s\n", describe(l.layer, m).c_str());
+  for (const Mismatch& m : l.mismatches) std::printf("    %s\n", mismatch_text(l.layer, m).c_str());
 }
 
 // One line per layer with the figures a reader looks at first ("-" where the rule has none).

@@ -400,14 +400,6 @@ Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path
   return out;
 }
 
-std::string describe(const std::string& layer, const Mismatch& m) {
-  std::string s = (layer == "blocks" ? std::string("blocks") : "layer " + layer) + " row " + std::to_string(m.row);
-  if (m.column >= 0) s += " slot " + std::to_string(m.column);
-  s += ": expected " + m.what + " " + m.expected + ", got " + m.actual;
-  if (!m.detail.empty()) s += " (" + m.detail + ")";
-  return s;
-}
-
 const Record* find_record(const LayerComparison& layer, const std::string& name) {
   for (const Record& r : layer.records)
     if (r.name == name) return &r;

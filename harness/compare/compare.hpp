@@ -34,10 +34,6 @@ Rule choose_rule(PathKind impl, PathKind against);
 Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path, const Results& b,
                            PathKind b_path, const CompareOptions& options = {});
 
-// DeepGEMM-style one-liner, e.g.
-// "layer 24 row 17 slot 3: expected position 4097, got 4105 (score 1.5 vs k-th 1.75)".
-std::string describe(const std::string& layer, const Mismatch& m);
-
 // The value of a record by name in a layer comparison (nullptr when absent).
 const Record* find_record(const LayerComparison& layer, const std::string& name);
 

@@ -38,7 +38,7 @@ void print_comparison(const Comparison& c) {
           r.name.find("max_ulp") != std::string::npos || r.name == "agreement.min" ||
           r.name == "floor.pick_violations" || r.name == "floor.miss_violations" || r.name == "tails.identical")
         std::printf("      %-32s %.6g %s\n", r.name.c_str(), r.value, r.unit.c_str());
-    for (const Mismatch& m : l.mismatches) std::printf("      %s\n", describe(l.layer, m).c_str());
+    for (const Mismatch& m : l.mismatches) std::printf("      %s\n", mismatch_text(l.layer, m).c_str());
   }
 }
 

@@ -154,7 +154,7 @@ TEST_CASE("own path: one planted consumer pick fails exactness with its coordina
   CHECK(l.failed_metric == "exactness");
   REQUIRE(!l.mismatches.empty());
   CHECK(l.mismatches[0].row == row);
-  const std::string line = describe(l.layer, l.mismatches[0]);
+  const std::string line = mismatch_text(l.layer, l.mismatches[0]);
   CHECK(line.find("layer " + std::to_string(layer) + " row " + std::to_string(row) + " slot ") == 0);
   CHECK(line.find("k-th") != std::string::npos);
   CHECK(value(l, "agreement.min") == Approx(1.0 - 1.0 / b.topk));
