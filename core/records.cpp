@@ -21,6 +21,12 @@ std::string mismatch_text(const std::string& layer, const Mismatch& m) {
   return s;
 }
 
+const Record* find_record(const LayerComparison& layer, const std::string& name) {
+  for (const Record& r : layer.records)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
 const char* rule_name(Rule rule) {
   switch (rule) {
     case Rule::own_path: return "own-path";

@@ -52,6 +52,9 @@ struct LayerComparison {
   std::vector<RowFigure> rows;         // per compared row
 };
 
+// The value of a record by name in a layer comparison (nullptr when absent).
+const Record* find_record(const LayerComparison& layer, const std::string& name);
+
 // The rule a comparison is judged by.
 enum class Rule { own_path, public_test, quality };
 const char* rule_name(Rule rule);

@@ -11,6 +11,9 @@ std::string to_json_text(const Report& report);  // report.json: the contract
 std::string to_markdown(const Report& report);   // report.md: a short CI step summary
 std::string to_junit(const Report& report);      // junit.xml: one testcase per batch x impl x layer
 std::string to_html(const Report& report);       // report.html: self-contained, offline, SVG plots
+// The console text of one comparison (what `dsa-harness compare` prints): records per layer, the
+// first mismatches, a summary table and the verdict. `rows`: rows done on both sides.
+std::string comparison_text(const Comparison& comparison, const std::string& file, long rows);
 
 // Writes `text` to `path` atomically: a temporary file in the same folder, flushed, then renamed
 // over `path`. Throws EnvironmentError naming the path when it cannot.

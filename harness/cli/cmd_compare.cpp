@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "harness/impls/registry.hpp"
 #include "core/rules.hpp"
+#include "reports/printers.hpp"
 
 namespace dsa::cli {
 namespace {
@@ -51,43 +52,6 @@ PathKind path_for(const std::string& name) {
   }
 }
 
-std::string format_value(const Record& r) {
-  char buf[48];
-  if (r.unit == "count" || r.unit == "ulp") std::snprintf(buf, sizeof buf, "%.0f", r.value);
-  else std::snprintf(buf, sizeof buf, "%.6g", r.value);
-  return buf;
-}
-
-void print_layer(const LayerComparison& l) {
-  if (l.layer == "blocks") std::printf("\nblocks (level one): %s", disposition_name(l.disposition));
-  else std::printf("\nlayer %s (%s): %s", l.layer.c_str(), l.role.c_str(), disposition_name(l.disposition));
-  if (!l.failed_metric.empty()) std::printf(" (%s)", l.failed_metric.c_str());
-  if (!l.rows.empty()) std::printf(", %zu rows", l.rows.size());
-  std::printf("\n");
-  for (const Record& r : l.records)
-    std::printf("  %-28s %14s  %-9s %s\n", r.name.c_str(), format_value(r).c_str(), r.unit.c_str(), r.hint.c_str());
-  if (!l.mismatches.empty()) std::printf("  first mismatches:\n");
-  for (const Mismatch& m : l.mismatches) std::printf("    %s\n", mismatch_text(l.layer, m).c_str());
-}
-
-// One line per layer with the figures a reader looks at first ("-" where the rule has none).
-void print_summary(const std::vector<LayerComparison>& layers) {
-  auto cell = [](const LayerComparison& l, const char* name) {
-    const Record* r = find_record(l, name);
-    return r ? format_value(*r) : std::string("-");
-  };
-  std::printf("\n%-12s %-14s %10s %10s %8s %10s %10s %10s\n", "layer", "verdict", "valid", "agree.min", "exact",
-              "floor.viol", "recall", "max_ulp");
-  for (const LayerComparison& l : layers) {
-    const Record* ulp = find_record(l, "scores.dense.max_ulp");
-    if (!ulp) ulp = find_record(l, "scores.sparse.max_ulp");
-    std::printf("%-12s %-14s %10s %10s %8s %10s %10s %10s\n", l.layer.c_str(), disposition_name(l.disposition),
-                cell(l, "validity").c_str(), cell(l, l.role == "tail" ? "tails.overlap.min" : "agreement.min").c_str(),
-                cell(l, "exact").c_str(), cell(l, "floor.violating_rows").c_str(), cell(l, "quality.recall.mean").c_str(),
-                ulp ? format_value(*ulp).c_str() : "-");
-  }
-}
-
 void compare_command(const CompareArgs& args) {
   if (!(args.tolerance >= 0)) throw InputError("--tolerance", std::to_string(args.tolerance), "must be >= 0");
   const Batch batch = read_batch(args.file);
@@ -99,11 +63,7 @@ void compare_command(const CompareArgs& args) {
   const Comparison c = compare_results(batch, a, path_for(a.name), b, path_for(b.name), options);
 
   const long rows = long(metrics::compared_rows(a, b).size());
-  std::printf("%s against %s on %s: %s rule, %ld rows done on both sides\n", c.impl.c_str(), c.against.c_str(),
-              args.file.c_str(), rule_name(c.rule), rows);
-  for (const LayerComparison& l : c.layers) print_layer(l);
-  print_summary(c.layers);
-  std::printf("\nverdict: %s\n", disposition_name(c.disposition));
+  std::fputs(reports::comparison_text(c, args.file, rows).c_str(), stdout);
   exit_code = exit_code_of(c.disposition);
 }
 

@@ -400,10 +400,4 @@ Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path
   return out;
 }
 
-const Record* find_record(const LayerComparison& layer, const std::string& name) {
-  for (const Record& r : layer.records)
-    if (r.name == name) return &r;
-  return nullptr;
-}
-
 }  // namespace dsa

@@ -34,7 +34,5 @@ Rule choose_rule(PathKind impl, PathKind against);
 Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path, const Results& b,
                            PathKind b_path, const CompareOptions& options = {});
 
-// The value of a record by name in a layer comparison (nullptr when absent).
-const Record* find_record(const LayerComparison& layer, const std::string& name);
 
 }  // namespace dsa
