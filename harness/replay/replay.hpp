@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "reports/report_model.hpp"
+#include "harness/replay/case_id.hpp"  // case IDs and rerun commands
+#include "harness/replay/inputs.hpp"   // expand_inputs, default_fixtures_dir
+#include "harness/replay/plan.hpp"     // list_implementations
 #include "harness/replay/shard.hpp"
 #include "core/rules.hpp"
+#include "reports/report_model.hpp"
 
 namespace dsa {
 
@@ -34,36 +37,5 @@ struct ReplayOptions {
 // Runs the replay and writes report.json, report.md, junit.xml and report.html into out_dir.
 // The returned report's exit_code is the process's. Throws InputError / EnvironmentError.
 Report run_replay(const ReplayOptions& options);
-
-// The bundled fixtures folder (baked in at build time).
-std::string default_fixtures_dir();
-
-// Files and folders -> batch files, sorted; a folder contributes its *.h5 files (not its
-// subfolders, so fixtures/golden/ is skipped). Throws InputError for a missing path.
-std::vector<std::string> expand_inputs(const std::vector<std::string>& args);
-
-// The implementations replay runs by default and those it can name, with why one cannot run.
-struct ImplAvailability {
-  std::string name, description, reason;  // reason empty when it runs here
-};
-std::vector<ImplAvailability> list_implementations();
-
-// Case IDs are short, batch-id/impl/layer: the rows a case ran on travel in its rerun command
-// (--rows/--seed), so a sampled run's IDs do not list every row. A fourth part, rows as ascending
-// ranges "0-3,17" (the IDs of earlier versions), is still accepted by --case.
-struct CaseId {
-  std::string batch_id, impl, layer, rows;
-};
-CaseId parse_case_id(const std::string& id);  // throws InputError("--case", id, rule)
-std::string format_case_id(const CaseId& id);
-std::string rows_text(const std::vector<int>& rows);           // {} -> "" (all rows)
-std::vector<int> parse_rows_text(const std::string& text, int row_count);  // throws InputError
-
-// The --rows/--seed flags that select the same rows again: "" for all rows, " --rows N --seed S"
-// for a sample, " --rows i,j,k" for a list.
-std::string rows_flags(const std::string& rows_spec, uint64_t seed);
-// The command line that reruns one case; `flags` from rows_flags.
-std::string rerun_command(const std::string& input, const std::string& case_id, const std::string& flags,
-                          double tolerance);
 
 }  // namespace dsa
