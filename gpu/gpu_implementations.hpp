@@ -8,7 +8,8 @@ namespace dsa::gpu {
 ImplementationPtr make_gpu_sparse();  // block-table path: paged sparse bf16 scores
 ImplementationPtr make_gpu_mask();    // mask path: dense fp32 scores inside published blocks
 
-// A one-line description of the CUDA device this process would use, or why there is none.
+// The one description of the CUDA device this process would use (model, sm, SMs, memory, L2,
+// clock, driver and runtime), or why there is none: the reports' gpu_detail and the GPU notes.
 std::string describe_device();
 
 // Why this build or machine cannot run the GPU implementations ("" when it can): no CUDA in the

@@ -4,7 +4,6 @@
 
 namespace dsa::gpu {
 ImplementationPtr make_gpu_sparse() { return std::make_unique<GpuEngine>(Path::sparse); }
-std::string describe_device() { return device_description(); }
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

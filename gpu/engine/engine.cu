@@ -84,7 +84,7 @@ std::string unavailable_reason() {
   return "";
 }
 
-std::string device_description() {
+std::string describe_device() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();
@@ -497,7 +497,7 @@ void GpuEngine::plain(const Batch& batch, const Layer& layer, const RunOptions& 
 
 void GpuEngine::end(const Batch&, const RunOptions&, Results& out) {
   out.peak_device_bytes = DeviceMemoryMeter::peak();
-  out.notes = "exact int8 tensor-core head scores (mma.sync m16n8k32); " + topk_notes_ + device_description();
+  out.notes = "exact int8 tensor-core head scores (mma.sync m16n8k32); " + topk_notes_ + describe_device();
   timer_.reset();
   // Free the large buffers now: the next implementation may need the memory.
   dense_ = DeviceBuffer<float>();

@@ -18,7 +18,6 @@ enum class Path { sparse, mask };
 
 // Why this process cannot run the kernels (no device, no image for its architecture), or "".
 std::string unsupported_reason();
-std::string device_description();
 
 class GpuEngine : public Implementation {
  public:
