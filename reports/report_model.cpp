@@ -4,13 +4,14 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "core/errors.hpp"
 #include "core/exit_codes.hpp"
-#include "harness/impls/registry.hpp"
+#include "core/path.hpp"
 
 namespace dsa {
 
@@ -122,11 +123,16 @@ Disposition case_verdict(const std::vector<CaseComparison>& comparisons, std::st
 
 // ---- canonical order ----
 
+// The registry's order without depending on it: the references, then the GPU paths, each in path
+// order (sparse, mask, exact); any other name (recorded:NAME) after them.
 static int impl_rank(const std::string& impl) {
-  const auto& entries = registry();
-  for (size_t i = 0; i < entries.size(); ++i)
-    if (entries[i].name == impl) return int(i);
-  return int(entries.size());
+  int family = 0;
+  std::string path = impl;
+  if (impl.rfind("reference-", 0) == 0) path = impl.substr(10);
+  else if (impl.rfind("gpu-", 0) == 0) family = 1, path = impl.substr(4);
+  else return 6;
+  const std::optional<PathKind> kind = path_from_name(path);
+  return kind ? family * 3 + int(*kind) : 6;
 }
 
 // "blocks" first (level one happens before any layer), then layers by their numeric id.
