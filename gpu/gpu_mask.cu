@@ -4,5 +4,5 @@
 #include "gpu/gpu_implementations.hpp"
 
 namespace dsa::gpu {
-ImplementationPtr make_gpu_mask() { return std::make_unique<GpuEngine>(Path::mask); }
+ImplementationPtr make_gpu_mask() { return std::make_unique<GpuEngine>(PathKind::mask); }
 }  // namespace dsa::gpu

@@ -3,7 +3,7 @@
 #include "gpu/gpu_implementations.hpp"
 
 namespace dsa::gpu {
-ImplementationPtr make_gpu_sparse() { return std::make_unique<GpuEngine>(Path::sparse); }
+ImplementationPtr make_gpu_sparse() { return std::make_unique<GpuEngine>(PathKind::sparse); }
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -226,7 +226,7 @@ void GpuEngine::upload_keys(const Batch& batch) {
   launch_key_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   time("key_prep", nullptr, 0, double(ncols_) * (68 + 2 * 128 + 8), [&] { launch_key_prep(a); });
-  if (path_ == Path::sparse) {
+  if (path_ == PathKind::sparse) {
     kfrag_.resize(cols * 128);
     launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get());
     DSA_CUDA_CHECK(cudaDeviceSynchronize());
@@ -378,7 +378,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
 void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptions& options, Results& out) {
   if (!published_) throw std::runtime_error(name() + ": consumer layer before the source published");
   prep_query(consumer);
-  if (path_ == Path::sparse)
+  if (path_ == PathKind::sparse)
     select_sparse(batch, consumer, options, out);
   else
     select_mask(batch, consumer, options, out);

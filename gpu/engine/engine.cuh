@@ -11,18 +11,17 @@
 #include "gpu/common/device_buffer.cuh"
 #include "gpu/common/timing.cuh"
 #include "core/implementation.hpp"
+#include "core/path.hpp"
 
 namespace dsa::gpu {
-
-enum class Path { sparse, mask };
 
 // Why this process cannot run the kernels (no device, no image for its architecture), or "".
 std::string unsupported_reason();
 
 class GpuEngine : public Implementation {
  public:
-  explicit GpuEngine(Path path) : path_(path) {}
-  std::string name() const override { return path_ == Path::sparse ? "gpu-sparse" : "gpu-mask"; }
+  explicit GpuEngine(PathKind path) : path_(path) {}
+  std::string name() const override { return path_ == PathKind::sparse ? "gpu-sparse" : "gpu-mask"; }
   std::string device() const override;
   Support supported() const override;
 
@@ -48,7 +47,7 @@ class GpuEngine : public Implementation {
             const std::function<void()>& launch);
   std::string kernel_name(const std::string& kernel) const { return name() + "/" + kernel; }
 
-  Path path_;
+  PathKind path_;
   bool timing_ = false;
   std::unique_ptr<KernelTimer> timer_;
   std::vector<KernelTiming>* timings_ = nullptr;
