@@ -1,6 +1,6 @@
 #pragma once
 // Each subcommand lives in its own file and registers itself on the root app. Callbacks store
-// their exit code in `exit_code` (harness/core/exit_codes.hpp) or throw InputError /
+// their exit code in `exit_code` (core/exit_codes.hpp) or throw InputError /
 // EnvironmentError, which main() turns into one line and exit code 4.
 #include <CLI/CLI.hpp>
 
