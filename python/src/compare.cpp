@@ -27,7 +27,7 @@ py::dict layer_dict(const LayerComparison& l) {
   for (const Record& r : l.records) records[py::str(r.name)] = r.value;
   out["records"] = records;
   py::list mismatches;
-  for (const Mismatch& m : l.mismatches) mismatches.append(describe(l.layer, m));
+  for (const Mismatch& m : l.mismatches) mismatches.append(mismatch_text(l.layer, m));
   out["mismatches"] = mismatches;
   return out;
 }

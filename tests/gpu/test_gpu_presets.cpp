@@ -35,7 +35,7 @@ void require_strict_pass(const Batch& batch, const Comparison& c) {
   INFO(c.impl << " vs " << c.against << " (" << rule_name(c.rule) << ")");
   for (const LayerComparison& l : c.layers) {
     INFO("layer " << l.layer << ": " << disposition_name(l.disposition) << " " << l.failed_metric
-                  << (l.mismatches.empty() ? "" : " -- " + describe(l.layer, l.mismatches.front())));
+                  << (l.mismatches.empty() ? "" : " -- " + mismatch_text(l.layer, l.mismatches.front())));
     CHECK(l.disposition == Disposition::passed);
   }
   for (const Layer& layer : batch.layers) {

@@ -302,8 +302,8 @@ TEST_CASE("replay: every default tolerance is the rules' 2^-5") {
   CHECK(CaseContext{}.tolerance == 0.03125);
   CHECK(RunSettings{}.tolerance == 0.03125);
   // A rerun line names --tolerance only when it differs from the default.
-  CHECK(rerun_command("b.h5", "id", 0.03125).find("--tolerance") == std::string::npos);
-  CHECK(rerun_command("b.h5", "id", 0.0625).find("--tolerance 0.0625") != std::string::npos);
+  CHECK(rerun_command("b.h5", "id", "", 0.03125).find("--tolerance") == std::string::npos);
+  CHECK(rerun_command("b.h5", "id", "", 0.0625).find("--tolerance 0.0625") != std::string::npos);
 }
 
 TEST_CASE("replay --repeat: a planted nondeterministic implementation is caught") {
