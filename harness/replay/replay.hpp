@@ -57,7 +57,11 @@ std::string format_case_id(const CaseId& id);
 std::string rows_text(const std::vector<int>& rows);           // {} -> "" (all rows)
 std::vector<int> parse_rows_text(const std::string& text, int row_count);  // throws InputError
 
-// The command line that reruns one case.
+// `word` as one POSIX shell word: unchanged when it holds only safe characters, else in single
+// quotes (a ' inside becomes '\''), so a printed command pastes and runs.
+std::string shell_quote(const std::string& word);
+
+// The command line that reruns one case (paths shell-quoted).
 std::string rerun_command(const std::string& input, const std::string& case_id, double tolerance);
 
 }  // namespace dsa
