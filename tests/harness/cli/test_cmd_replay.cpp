@@ -89,3 +89,18 @@ TEST_CASE("replay: hostile options exit 4 naming the option") {
     CHECK(has(r.output, b.message));
   }
 }
+
+TEST_CASE("replay --repeat 20 on the fixtures: every CPU implementation's repeats are bitwise identical") {
+  Scratch dir("repeat");
+  const std::string out = dir.sub("rep");
+  const CliResult r = cli("replay --impl reference-sparse,reference-mask,reference-exact --repeat 20 -o " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const dsa::Report report = dsa::read_report(out + "/report.json");
+  REQUIRE(report.runs.size() == 9);  // 3 fixtures x 3 implementations
+  for (const dsa::ImplRun& run : report.runs) {
+    INFO(run.impl << " on " << run.batch_id);
+    CHECK(run.repeats == 20);
+    CHECK(run.deterministic == 1);
+  }
+}
