@@ -20,6 +20,7 @@
 #include "core/files.hpp"
 #include "harness/replay/environment.hpp"
 #include "harness/replay/progress.hpp"
+#include "harness/impls/mutants.hpp"
 #include "harness/impls/registry.hpp"
 #include "harness/replay/cases.hpp"
 #include "harness/replay/case_log.hpp"
@@ -415,6 +416,7 @@ std::vector<ImplAvailability> list_implementations() {
     out.push_back(a);
   }
   out.push_back({"recorded:NAME", "outputs recorded in the batch file under /outputs/NAME", ""});
+  for (const MutantInfo& m : mutants()) out.push_back({"mutant:" + m.name, "planted defect: " + m.description, ""});
   return out;
 }
 
