@@ -126,6 +126,14 @@ void read_requests(const h5::Reader& in, Batch* b) {
   if (in.exists("/requests/tail_rows")) {
     read_exact(in, "/requests/tail_rows", {q}, "([Q] of /requests/num_rows)", &b->tail_rows);
   }
+  // R = sum(num_rows), checked on the shape before /rows/compress_len is read: a file claiming
+  // 10^9 rows under the memory budget would otherwise cost gigabytes before the validator says so.
+  int64_t rows = 0;
+  bool negative = false;
+  for (int32_t n : b->num_rows) negative |= n < 0, rows += n;
+  in.open_dataset("/rows/compress_len", Elem::i32, &shape);
+  if (!negative && shape.size() == 1 && shape[0] != rows)
+    in.fail("/rows/compress_len", "has " + to_string(shape[0]) + " rows but sum(/requests/num_rows) is " + to_string(rows));
   in.read("/rows/compress_len", 1, &shape, &b->compress_len);
   if (shape[0] > INT32_MAX) in.fail("/rows/compress_len", "has too many rows");
 }

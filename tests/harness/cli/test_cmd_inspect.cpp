@@ -74,3 +74,15 @@ TEST_CASE("inspect, run, replay: a file claiming 10^9 rows is refused naming it,
     CHECK(r.seconds < 1.0);
   }
 }
+
+TEST_CASE("validate: /rows/compress_len claiming 10^9 rows under the budget is refused before it is read") {
+  Scratch dir("huge-len");
+  const std::string file = dir.sub("rows.h5");
+  fs::copy_file(kSmoke, file);
+  claim_huge(file, "/rows/compress_len", H5T_STD_I32LE, {1000000000});  // 4 GB, 8 GB with lookups
+  const CliResult r = cli("validate " + file, "DSA_MEMORY_BUDGET=64G");
+  INFO(r.output);
+  CHECK(r.code == 4);
+  CHECK(has(r.output, file + ": /rows/compress_len: has 1000000000 rows but sum(/requests/num_rows) is 12"));
+  CHECK(r.seconds < 1.0);
+}
