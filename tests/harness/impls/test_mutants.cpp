@@ -2,7 +2,7 @@
 // the bug-free control of the same pipeline passes, and the clean implementations flag nothing
 // on 50 generated seeds of smoke (false alarms would make the detections worthless). The edge
 // preset is not in the seed sweep: some of its seeds fail the public-test agreement rule on the
-// clean reference (docs/mutants.md lists them); that rule's owner decides, not this test.
+// clean reference (docs/planted-defects.md lists them); that rule's owner decides, not this test.
 #include <sys/wait.h>
 #include <unistd.h>
 

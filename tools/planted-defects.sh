@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The detection table of the planted defects (docs/mutants.md): every mutant:NAME replayed on
+# The detection table of the planted defects (docs/planted-defects.md): every mutant:NAME replayed on
 # the bundled fixtures, with its exit code, how many cases failed, and the first failing case's
-# metric. Usage: tools/mutant-table.sh [BUILD_DIR]   (default build-cpu)
+# metric. Usage: tools/planted-defects.sh [BUILD_DIR]   (default build-cpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build-cpu}/dsa-harness"
