@@ -1,5 +1,7 @@
 // generate: every size option is range-checked and the projected batch checked against the
 // memory budget before anything is built; outputs that are devices are refused.
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "tests/catch.hpp"
@@ -39,11 +41,15 @@ TEST_CASE("generate: a batch larger than the memory budget is refused before it 
   CHECK(cli("generate --preset smoke --requests 3 -o " + dir.sub("ok.h5"), "DSA_MEMORY_BUDGET=256M").code == 0);
 }
 
-TEST_CASE("generate: an output that is a device or a folder is refused") {
+// A named pipe stands for the device (see test_cmd_run.cpp: never /dev/null itself).
+TEST_CASE("generate: an output that is a device, pipe or folder is refused") {
   Scratch dir("gen-dev");
-  CliResult r = cli("generate --preset smoke -o /dev/null");
+  const std::string pipe = dir.sub("pipe");
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  CliResult r = cli("generate --preset smoke -o " + pipe);
   CHECK(r.code == 4);
-  CHECK(has(r.output, "/dev/null: -o: exists and is not a regular file"));
+  CHECK(has(r.output, pipe + ": -o: exists and is not a regular file"));
+  CHECK(std::filesystem::is_fifo(pipe));
   r = cli("generate --preset smoke -o " + dir.path.string());
   CHECK(r.code == 4);
 }

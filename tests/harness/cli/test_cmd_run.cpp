@@ -1,4 +1,6 @@
 // run: the result file never replaces the input batch or a device, and empty --rows is refused.
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "tests/catch.hpp"
@@ -23,12 +25,17 @@ TEST_CASE("run: -o naming the input (by any path) is refused, the input untouche
   CHECK(cli("validate " + batch).code == 0);
 }
 
-TEST_CASE("run: -o naming a device is refused; empty --rows and a negative --seed exit 4") {
+// A named pipe stands for the device: a build without the guard (DSA_TEST_BINARY) running as
+// root would replace a real /dev/null with a regular file, machine-wide.
+TEST_CASE("run: -o naming a device or pipe is refused; empty --rows and a negative --seed exit 4") {
   Scratch dir("run-dev");
   const std::string smoke = std::string(DSA_FIXTURES_DIR) + "/smoke.h5";
-  CliResult r = cli("run " + smoke + " --impl reference-sparse --rows 2 -o /dev/null");
+  const std::string pipe = dir.sub("pipe");
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  CliResult r = cli("run " + smoke + " --impl reference-sparse --rows 2 -o " + pipe);
   CHECK(r.code == 4);
-  CHECK(has(r.output, "/dev/null: -o: exists and is not a regular file"));
+  CHECK(has(r.output, pipe + ": -o: exists and is not a regular file"));
+  CHECK(fs::is_fifo(pipe));
   r = cli("run " + smoke + " --impl reference-sparse --rows '' -o " + dir.sub("a.h5"));
   CHECK(r.code == 4);
   CHECK(has(r.output, "--rows"));
