@@ -163,8 +163,9 @@ void finalize_report(Report& report) {
   // An implementation named with --impl that could not run is an environment problem; one that
   // was only offered by default is reported "not run" and leaves the verdict alone.
   for (const ImplRun& r : report.runs) invalid |= r.named && r.status != Disposition::passed;
-  // Nothing compared at all cannot pass, except a shard whose share of the inputs is empty.
-  if (report.cases.empty() && report.runs.empty() && !(report.inputs.empty() && report.settings.shards > 1))
+  // Nothing compared at all cannot pass (no runs, or runs that yield no case: reference-exact
+  // alone), except a shard whose share of the inputs is empty.
+  if (report.cases.empty() && !(report.inputs.empty() && report.settings.shards > 1))
     inconclusive = true;
   report.verdict = incorrect ? Disposition::incorrect
                    : inconclusive ? Disposition::inconclusive

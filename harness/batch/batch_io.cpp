@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <set>
 
 #include "harness/batch/batch_validate.hpp"
 #include "harness/batch/content_id.hpp"
 #include "core/constants.hpp"
 #include "core/errors.hpp"
+#include "core/memory_budget.hpp"
 #include "harness/batch/h5_util.hpp"
 
 namespace dsa {
@@ -58,6 +60,37 @@ int int_attr32(const h5::Reader& in, const std::string& name) {
   return int(v);
 }
 
+// Score datasets are read row by row (rows done only, L entries each), bounded by the rows' L.
+bool read_whole(const std::string& path) {
+  auto ends = [&](const std::string& tail) {
+    return path.size() >= tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return !ends("/dense_scores") && !ends("/sparse_scores");
+}
+
+// What reading this file would hold in memory, from the shapes alone: every dataset read whole,
+// plus the lookups finalize() derives (16 bytes per request, 4 per row). Over the budget is an
+// InputError naming the largest dataset, before a single byte is allocated or read.
+void check_memory_budget(const h5::Reader& in) {
+  uint64_t total = 0, largest = 0;
+  std::string largest_path = "/";
+  std::vector<int64_t> largest_dims;
+  for (const h5::Reader::DatasetShape& d : in.dataset_shapes("/")) {
+    if (!read_whole(d.path)) continue;
+    uint64_t bytes = d.elem_bytes;
+    for (int64_t n : d.dims) bytes = saturating_product(bytes, uint64_t(std::max<int64_t>(n, 0)));
+    if (d.path == "/requests/num_rows") bytes = saturating_product(bytes, 5);
+    if (d.path == "/rows/compress_len") bytes = saturating_product(bytes, 2);
+    total = total > UINT64_MAX - bytes ? UINT64_MAX : total + bytes;
+    if (bytes > largest) largest = bytes, largest_path = d.path, largest_dims = d.dims;
+  }
+  const uint64_t budget = memory_budget();
+  if (total > budget)
+    in.fail(largest_path, "shape " + shape_text(largest_dims) + ": reading the file needs " + bytes_text(total) +
+                              ", over the memory budget of " + bytes_text(budget) +
+                              " (raise it with DSA_MEMORY_BUDGET or --memory-budget)");
+}
+
 void read_attributes(const h5::Reader& in, Batch* b) {
   const std::string format = in.string_attr("/", "format");
   if (format != kFormat) in.fail("attribute format", "'" + format + "' is not '" + kFormat + "'");
@@ -83,14 +116,24 @@ void read_requests(const h5::Reader& in, Batch* b) {
   in.read("/requests/num_rows", 1, &shape, &b->num_rows);
   const int64_t q = shape[0];
   read_exact(in, "/requests/compressed_len", {q}, "([Q] of /requests/num_rows)", &b->compressed_len);
+  in.open_dataset("/requests/page_table", Elem::i32, &shape);  // shapes agree before anything is read
+  if (shape.size() == 2 && shape[0] != q)
+    in.fail("/requests/page_table", "shape " + shape_text(shape) + " does not have Q = " + to_string(q) + " rows");
   in.read("/requests/page_table", 2, &shape, &b->page_table);
-  if (shape[0] != q) in.fail("/requests/page_table", "shape " + shape_text(shape) + " does not have Q = " + to_string(q) + " rows");
   if (shape[1] > INT32_MAX) in.fail("/requests/page_table", "is too wide");
   b->table_width = int(shape[1]);
   b->tail_rows.clear();
   if (in.exists("/requests/tail_rows")) {
     read_exact(in, "/requests/tail_rows", {q}, "([Q] of /requests/num_rows)", &b->tail_rows);
   }
+  // R = sum(num_rows), checked on the shape before /rows/compress_len is read: a file claiming
+  // 10^9 rows under the memory budget would otherwise cost gigabytes before the validator says so.
+  int64_t rows = 0;
+  bool negative = false;
+  for (int32_t n : b->num_rows) negative |= n < 0, rows += n;
+  in.open_dataset("/rows/compress_len", Elem::i32, &shape);
+  if (!negative && shape.size() == 1 && shape[0] != rows)
+    in.fail("/rows/compress_len", "has " + to_string(shape[0]) + " rows but sum(/requests/num_rows) is " + to_string(rows));
   in.read("/rows/compress_len", 1, &shape, &b->compress_len);
   if (shape[0] > INT32_MAX) in.fail("/rows/compress_len", "has too many rows");
 }
@@ -309,6 +352,7 @@ Batch read_batch(const std::string& path) {
   Batch b;
   b.path = path;
   read_attributes(in, &b);
+  check_memory_budget(in);
   read_requests(in, &b);
   read_pool(in, &b);
   read_layers(in, &b);
@@ -348,6 +392,7 @@ void write_results(const std::string& path, const Batch& batch, const std::vecto
 std::vector<Results> read_results(const std::string& path, const Batch& batch) {
   h5::Reader in(path);
   if (!in.has_attr("/", "batch")) in.fail("attribute batch", "is missing (not a result file?)");
+  check_memory_budget(in);
   const std::string id = in.string_attr("/", "batch"), want = content_id(batch);
   if (id != want) in.fail("attribute batch", "is " + id + " but the batch's content ID is " + want);
   if (!in.exists("/outputs")) in.fail("/outputs", "group is missing");

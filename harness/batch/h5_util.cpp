@@ -180,6 +180,8 @@ std::vector<std::string> Reader::children(const std::string& group) const {
   Handle g(H5Gopen2(fid_.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
   H5G_info_t info;
   if (!g.valid() || H5Gget_info(g.get(), &info) < 0) fail(group, "cannot be listed");
+  constexpr hsize_t kMaxMembers = 1000000;  // listing costs memory per name: refuse absurd groups first
+  if (info.nlinks > kMaxMembers) fail(group, "has " + std::to_string(info.nlinks) + " members, more than any batch file");
   std::vector<std::string> names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
     const ssize_t len = H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
@@ -228,6 +230,34 @@ void Reader::read_row(const Handle& ds, const std::string& path, Elem elem, int6
   if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
       H5Dread(ds.get(), mem_type(elem), mem.get(), space.get(), H5P_DEFAULT, out) < 0)
     fail(path, "row " + std::to_string(row) + " could not be read");
+}
+
+void Reader::walk(const std::string& group, int depth, std::vector<DatasetShape>* out) const {
+  constexpr int kMaxDepth = 8;            // the format nests 4 deep (/outputs/NAME/LAYER/positions)
+  constexpr size_t kMaxObjects = 100000;  // far beyond any real batch or result file
+  for (const std::string& name : children(group)) {
+    const std::string path = (group == "/" ? "" : group) + "/" + name;
+    if (out->size() >= kMaxObjects) fail(path, "the file holds more than " + std::to_string(kMaxObjects) + " objects");
+    if (is_group(path)) {
+      if (depth + 1 < kMaxDepth) walk(path, depth + 1, out);
+      continue;
+    }
+    Handle ds(H5Dopen2(fid_.get(), path.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!ds.valid()) continue;  // not a dataset (a named type, a dangling link): the reader names it if needed
+    Handle type(H5Dget_type(ds.get()), H5Tclose);
+    Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+    if (!type.valid() || rank < 0) continue;
+    std::vector<hsize_t> dims(static_cast<size_t>(rank));
+    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    out->push_back({path, H5Tget_size(type.get()), std::vector<int64_t>(dims.begin(), dims.end())});
+  }
+}
+
+std::vector<Reader::DatasetShape> Reader::dataset_shapes(const std::string& group) const {
+  std::vector<DatasetShape> out;
+  walk(group, 0, &out);
+  return out;
 }
 
 Handle Reader::open_attr(const std::string& object, const std::string& name) const {

@@ -56,12 +56,23 @@ class Reader {
   // Reads columns [0, cols) of row `row` of a 2-D dataset opened with open_dataset.
   void read_row(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t cols, void* out) const;
 
+  // Every dataset below `group` with its element size and shape, found without reading any data.
+  // Walks at most 8 levels and 100000 objects (a hostile file may nest or link forever); more
+  // objects than that is an InputError.
+  struct DatasetShape {
+    std::string path;
+    size_t elem_bytes = 0;
+    std::vector<int64_t> dims;
+  };
+  std::vector<DatasetShape> dataset_shapes(const std::string& group) const;
+
   bool has_attr(const std::string& object, const std::string& name) const;
   int64_t int_attr(const std::string& object, const std::string& name) const;
   std::string string_attr(const std::string& object, const std::string& name) const;
 
  private:
   Handle open_attr(const std::string& object, const std::string& name) const;
+  void walk(const std::string& group, int depth, std::vector<DatasetShape>* out) const;
   std::string file_;
   Handle fid_;
 };

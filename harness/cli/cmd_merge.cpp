@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "harness/cli/commands.hpp"
+#include "harness/replay/shard.hpp"
 #include "reports/report_model.hpp"
 #include "reports/printers.hpp"
 
@@ -21,7 +22,12 @@ void add_merge_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->out, "folder of the merged report (default ./dsa-report)");
   cmd->callback([args] {
     std::vector<Report> shards;
-    for (const std::string& dir : args->dirs) shards.push_back(read_report(dir + "/report.json"));
+    std::vector<Shard> set;
+    for (const std::string& dir : args->dirs) {
+      shards.push_back(read_report(dir + "/report.json"));
+      set.push_back({shards.back().settings.shard, shards.back().settings.shards});
+    }
+    check_shard_set(set, args->dirs);  // an incomplete set must not read as one passing run
     const Report merged = merge_reports(shards, args->dirs);
     reports::write_reports(merged, args->out);
     std::printf("merged %zu shard report(s): %zu input(s), %zu case(s), verdict %s -> %s/report.json\n",

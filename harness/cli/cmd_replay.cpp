@@ -36,7 +36,7 @@ void add_replay_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--list-impl", args->list, "list every implementation name, marking those this machine cannot run");
   cmd->add_option("--rows", o.rows, "rows to compute: all, N (drawn with --seed), or a list i,j,k (default all)");
-  cmd->add_option("--seed", o.seed, "seed of the --rows N draw (default 0)");
+  cmd->add_option("--seed", o.seed, "seed of the --rows N draw (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--repeat", o.repeat, "run each implementation N times and check the runs are bitwise identical");
   cmd->add_option("--tolerance", o.tolerance, "relative tolerance of the selection floor (default 2^-5)");
   cmd->add_option("--case", o.case_id, "rerun exactly one case: batch-id/impl/layer, as a failure prints it (give the same --rows/--seed)");
@@ -52,7 +52,10 @@ void add_replay_command(CLI::App& app) {
       "Exit codes: 0 pass, 1 correctness failure, 2 performance regression, 3 inconclusive,\n"
       "4 invalid input or environment problem (also: an implementation named with --impl cannot run here;\n"
       "one only offered by default is reported \"not run\" and leaves the exit code alone).");
-  cmd->callback([args] {
+  cmd->callback([cmd, args] {
+    // An empty --case would silently mean "every case".
+    if (cmd->count("--case") && args->options.case_id.empty())
+      throw InputError("--case", "\"\"", "is empty; pass a case ID as a failing case prints it");
     if (args->list) {
       print_implementations();
       exit_code = kExitPass;

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "harness/batch/batch_io.hpp"
 #include "harness/cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/files.hpp"
 #include "harness/impls/registry.hpp"
 #include "harness/batch/row_selection.hpp"
 
@@ -28,6 +30,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 void run_command(const RunArgs& args) {
   const auto start = std::chrono::steady_clock::now();
+  if (args.rows.empty()) throw InputError("--rows", "\"\"", "is empty; say all, N or a list i,j,k");
+  check_output_file(args.output, {args.file}, "-o");  // before hours of work, not after
+  remove_stale_temp_files(std::filesystem::path(args.output).parent_path().string());
   const Batch batch = read_batch(args.file);
   RunOptions options;
   options.rows = select_rows(batch, args.rows, args.seed);
@@ -70,7 +75,7 @@ void add_run_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--rows", args->rows, "all (default), N rows drawn with --seed plus the shortest and longest, "
                                          "or a list i,j,k (one row: i,)");
-  cmd->add_option("--seed", args->seed, "seed of the --rows N draw (default 0)");
+  cmd->add_option("--seed", args->seed, "seed of the --rows N draw (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--scores", args->scores, "also record dense and sparse scores");
   cmd->add_option("-o,--output", args->output, "result file to write (atomically)")->required();
   cmd->callback([args] { run_command(*args); });

@@ -1,11 +1,13 @@
 // dsa-harness: reference, GPU implementations, replay and reports for DeepSeek-V4.1's
 // two-level sparse indexer.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 
 #include "harness/cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/memory_budget.hpp"
 #include "harness/replay/environment.hpp"
 
 namespace dsa::cli {
@@ -13,6 +15,15 @@ int exit_code = kExitPass;
 }
 
 namespace {
+
+// --memory-budget SIZE sets DSA_MEMORY_BUDGET, so the replay's per-device children inherit it.
+void set_memory_budget(const std::string& text) {
+  uint64_t bytes = 0;
+  if (!dsa::parse_size(text, &bytes))
+    throw dsa::InputError("--memory-budget", text, "is not a size such as 2G or 512M");
+  ::setenv("DSA_MEMORY_BUDGET", text.c_str(), 1);
+}
+
 constexpr const char* kExitCodes =
     "Exit codes: 0 pass, 1 correctness failure, 2 performance regression, 3 inconclusive,\n"
     "4 invalid input or environment problem.";
@@ -23,6 +34,10 @@ int main(int argc, char** argv) {
   app.footer(kExitCodes);
   app.require_subcommand(1);
   app.set_version_flag("--version", dsa::version_text());
+  app.fallthrough();  // --memory-budget may also follow the subcommand
+  app.add_option_function<std::string>("--memory-budget", set_memory_budget,
+                                       "memory one run may plan to hold: files and generated batches larger than "
+                                       "this are refused before reading (default: DSA_MEMORY_BUDGET, else half of RAM)");
   dsa::cli::add_generate_command(app);
   dsa::cli::add_inspect_command(app);
   dsa::cli::add_run_command(app);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -123,6 +124,29 @@ void check_latency(const Report& base, const Report& cur, const GateConfig& cfg,
       else if (k.samples < 2 || it->second->samples < 2) add(out, GateKind::ok, subject, "one sample: not judged");
       else check_kernel(subject, k, *it->second, cfg, out);
     }
+  // A kernel timed only now has nothing to be judged against: a 10x slower one must not pass.
+  std::set<std::string> before;
+  for (const ImplRun& run : base.runs)
+    for (const KernelFigure& k : run.kernels) before.insert(name(run, k));
+  for (const ImplRun& run : cur.runs)
+    for (const KernelFigure& k : run.kernels)
+      if (k.samples >= 2 && !before.count(name(run, k)))
+        add(out, GateKind::inconclusive, name(run, k), "timed in the current run but not in the baseline");
+}
+
+// Whole implementation runs present on one side only (a GPU run missing from the baseline).
+void check_runs(const Report& base, const Report& cur, GateResult& out) {
+  auto ran = [](const Report& r) {
+    std::set<std::string> keys;
+    for (const ImplRun& run : r.runs)
+      if (run.status == Disposition::passed) keys.insert(run.impl + " [" + run.batch_id + "]");
+    return keys;
+  };
+  const std::set<std::string> b = ran(base), c = ran(cur);
+  for (const std::string& k : b)
+    if (!c.count(k)) add(out, GateKind::inconclusive, k, "ran in the baseline but not in the current run");
+  for (const std::string& k : c)
+    if (!b.count(k)) add(out, GateKind::inconclusive, k, "ran in the current run but not in the baseline");
 }
 
 ExitCode exit_code_of(GateKind kind) {
@@ -185,6 +209,8 @@ GateConfig read_gate_config(const std::string& path) {
     else throw InputError(path, key, "unknown key (validity_min, max_floor_violations, agreement_margin, min_effect, min_abs_ms, "
                                     "allow_different_gpu)");
     if (!(v >= 0)) throw InputError(path, key, "must be >= 0");
+    if ((key == "validity_min" || key == "agreement_margin" || key == "min_effect") && v > 1)
+      throw InputError(path, key, "is a fraction: must be in [0, 1] (got " + std::to_string(v) + ")");
   }
   return cfg;
 }
@@ -197,6 +223,7 @@ GateResult run_gate(const Report& baseline, const Report& current, const GateCon
         "baseline ran on " + baseline.environment.gpu + ", current on " + current.environment.gpu +
             " (pass --allow-different-gpu to compare correctness anyway)");
   check_cases(baseline, current, config, out);
+  check_runs(baseline, current, out);
   // Latencies from different GPU models say nothing about the code; only correctness is judged.
   if (same_gpu) check_latency(baseline, current, config, out);
   std::stable_sort(out.findings.begin(), out.findings.end(),

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/memory_budget.hpp"
 #include "harness/generate/generate_model.hpp"
 
 namespace dsa {
@@ -39,11 +40,40 @@ void reject_size_overrides(const GenerateOptions& o) {
   reject(o, o.context != -1, "--context");
 }
 
+// Upper bounds of the size options: far beyond any real prefill chunk, well below what would
+// overflow an int32 position or make the layout itself (one length per row) a memory hazard.
+int option_max(const std::string& option) {
+  if (option == "--requests") return 1 << 16;
+  if (option == "--rows-per-request") return 1 << 20;
+  return 1 << 24;  // --context
+}
+constexpr int64_t kMaxTotalRows = int64_t(1) << 24;
+
 int positive_or(const GenerateOptions& o, int value, int fallback, const std::string& option, int min_value) {
   if (value == -1) return fallback;
-  if (value < min_value)
-    bad_option(o, option, "must be >= " + std::to_string(min_value) + " (got " + std::to_string(value) + ")");
+  if (value < min_value || value > option_max(option))
+    bad_option(o, option, "must be in [" + std::to_string(min_value) + ", " + std::to_string(option_max(option)) +
+                              "] (got " + std::to_string(value) + ")");
   return value;
+}
+
+void check_total_rows(const GenerateOptions& o, int requests, int rows_per_request) {
+  if (int64_t(requests) * rows_per_request > kMaxTotalRows)
+    bad_option(o, o.requests != -1 ? "--requests" : "--rows-per-request",
+               std::to_string(requests) + " requests of " + std::to_string(rows_per_request) + " rows exceed " +
+                   std::to_string(kMaxTotalRows) + " rows in all");
+}
+
+// Bytes the batch will hold in memory (and about as many on disk): queries per row and layer,
+// key pool pages per request. Checked against the memory budget before anything is generated.
+uint64_t projected_bytes(const BatchSpec& spec) {
+  constexpr uint64_t kRowLayerBytes = uint64_t(kHeads) * (kPackedDim + kScaleGroups + sizeof(float));
+  uint64_t rows = 0, pages = 0;
+  for (const RequestSpec& r : spec.requests) {
+    rows += r.lengths.size();
+    pages += uint64_t(r.lc) / uint64_t(spec.page_size) + 1;
+  }
+  return rows * spec.layers.size() * kRowLayerBytes + pages * uint64_t(spec.page_size) * kSlotBytes;
 }
 
 // Layers of a ratio-1 preset: the source 20 plus consumers. --layers must name 20.
@@ -103,6 +133,7 @@ BatchSpec smoke(const GenerateOptions& o) {
   const int requests = positive_or(o, o.requests, 2, "--requests", 1);
   const int rows = positive_or(o, o.rows_per_request, 6, "--rows-per-request", 1);
   const int context = positive_or(o, o.context, 18000, "--context", 1);
+  check_total_rows(o, requests, rows);
   BatchSpec spec = base_spec(o, 1);
   spec.source_layer = kSource;
   spec.with_tails = true;
@@ -188,6 +219,7 @@ BatchSpec sglang_test(const GenerateOptions& o) {
   const int requests = positive_or(o, o.requests, int(cases.size()), "--requests", 1);
   const int rows_override = positive_or(o, o.rows_per_request, -1, "--rows-per-request", 1);
   const int ctx_override = positive_or(o, o.context, -1, "--context", 1);
+  check_total_rows(o, requests, std::max(rows_override, 256));
   BatchSpec spec = base_spec(o, 1);
   spec.source_layer = kSource;
   spec.shuffle_pages = false;
@@ -215,6 +247,7 @@ BatchSpec chunk_256k(const GenerateOptions& o) {
   if (rows > context)
     bad_option(o, o.rows_per_request != -1 ? "--rows-per-request" : "--context",
                "rows per request (" + std::to_string(rows) + ") exceed the context (" + std::to_string(context) + ")");
+  check_total_rows(o, requests, rows);
   BatchSpec spec = base_spec(o, 1);
   spec.source_layer = kSource;
   for (int b = 0; b < requests; ++b) {
@@ -250,6 +283,11 @@ Batch generate_batch(const GenerateOptions& options) {
   for (const Preset& p : presets()) {
     if (options.preset != p.name) continue;
     BatchSpec spec = p.build(options);
+    const uint64_t bytes = projected_bytes(spec), budget = memory_budget();
+    if (bytes > budget)
+      bad_option(options, "--requests/--rows-per-request/--context",
+                 "the batch would need " + bytes_text(bytes) + ", over the memory budget of " + bytes_text(budget) +
+                     " (raise it with DSA_MEMORY_BUDGET or --memory-budget)");
     spec.description = describe(options, spec);
     return gen::build_batch(spec);
   }

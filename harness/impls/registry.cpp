@@ -5,6 +5,7 @@
 
 #include "gpu/gpu_implementations.hpp"
 #include "core/errors.hpp"
+#include "harness/impls/mutants.hpp"
 #include "harness/impls/recorded.hpp"
 #include "harness/impls/reference.hpp"
 
@@ -47,6 +48,10 @@ void remove_implementation(const std::string& name) {
 PathKind path_of(const std::string& name) {
   for (const RegistryEntry& e : registry())
     if (e.name == name) return e.path;
+  if (name.rfind("mutant:", 0) == 0) {
+    make_mutant(name.substr(7));  // unknown mutants fail here, before any work
+    return PathKind::sparse;
+  }
   if (name.rfind("recorded:", 0) == 0) {
     if (name.find("mask") != std::string::npos) return PathKind::mask;
     if (name.find("exact") != std::string::npos) return PathKind::exact;
@@ -63,6 +68,7 @@ ImplementationPtr make_implementation(const std::string& name, const Batch& batc
   if (name == "gpu-mask") return gpu::make_gpu_mask();
   if (name.rfind("recorded:", 0) == 0) return make_recorded(name.substr(9), batch);
   if (auto it = added().find(name); it != added().end()) return it->second();
+  if (name.rfind("mutant:", 0) == 0) return make_mutant(name.substr(7));
   throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The registry: maps an implementation name to a factory and to the path whose reference it is
 // compared with. Names: reference-sparse, reference-mask, reference-exact, gpu-sparse, gpu-mask,
-// recorded:NAME (outputs recorded in the batch file).
+// recorded:NAME (outputs recorded in the batch file), mutant:NAME (planted defects, sparse path).
 #include <functional>
 #include <string>
 #include <vector>

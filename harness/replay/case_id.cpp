@@ -1,6 +1,7 @@
 #include "harness/replay/case_id.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -16,6 +17,13 @@ CaseId parse_case_id(const std::string& id) {
   for (std::string part; std::getline(s, part, '/');) parts.push_back(part);
   if (parts.size() < 3 || parts.size() > 4 || parts[0].empty() || parts[1].empty() || parts[2].empty())
     throw InputError("--case", id, "expected batch-id/impl/layer, as printed by a failing case");
+  // A content ID is lowercase hex (16 digits as printed); anything else (a path such as
+  // ../../etc) is named here rather than blamed on the implementation part.
+  const bool hex_id = parts[0].size() <= 64 && std::all_of(parts[0].begin(), parts[0].end(), [](char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+  });
+  if (!hex_id)
+    throw InputError("--case", id, "the batch ID '" + parts[0] + "' is not a content ID (lowercase hex digits, as a failing case prints it)");
   CaseId c{parts[0], parts[1], parts[2], parts.size() == 4 ? parts[3] : ""};
   return c;
 }
@@ -67,9 +75,19 @@ std::string rows_flags(const std::string& rows_spec, uint64_t seed) {
   return " --rows " + rows_spec + (count ? " --seed " + std::to_string(seed) : "");
 }
 
+std::string shell_quote(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_./:=@%+,-").find(c) != std::string::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string rerun_command(const std::string& input, const std::string& case_id, const std::string& flags,
                           double tolerance) {
-  std::string cmd = "dsa-harness replay " + input + " --case " + case_id + flags;
+  std::string cmd = "dsa-harness replay " + shell_quote(input) + " --case " + shell_quote(case_id) + flags;
   if (tolerance != rules::kFloorTolerance) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " --tolerance %.17g", tolerance);

@@ -20,7 +20,11 @@ std::vector<int> parse_rows_text(const std::string& text, int row_count);  // th
 // The --rows/--seed flags that select the same rows again: "" for all rows, " --rows N --seed S"
 // for a sample, " --rows i,j,k" for a list.
 std::string rows_flags(const std::string& rows_spec, uint64_t seed);
-// The command line that reruns one case; `flags` from rows_flags.
+// `word` as one POSIX shell word: unchanged when it holds only safe characters, else in single
+// quotes (a ' inside becomes '\''), so a printed command pastes and runs.
+std::string shell_quote(const std::string& word);
+
+// The command line that reruns one case (paths shell-quoted); `flags` from rows_flags.
 std::string rerun_command(const std::string& input, const std::string& case_id, const std::string& flags,
                           double tolerance);
 

@@ -27,18 +27,19 @@ std::string key(const std::string& batch_id, const std::string& impl) { return b
 
 }  // namespace
 
-CaseLog::CaseLog(const std::string& dir, const RunSettings& settings, bool resume) : path_(dir + "/cases.jsonl") {
+CaseLog::CaseLog(const std::string& dir, const RunSettings& settings, bool resume, const json& scope)
+    : path_(dir + "/cases.jsonl") {
+  const json first = {{"type", "settings"}, {"settings", settings_json(settings)}, {"scope", scope}};
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw EnvironmentError(dir + ": cannot create the report folder (" + ec.message() + ")");
   if (resume && std::filesystem::exists(path_)) {
-    load(settings);
+    load(settings, scope);
     file_ = std::fopen(path_.c_str(), "ab");
-    if (file_ && std::filesystem::file_size(path_, ec) == 0)
-      write_line({{"type", "settings"}, {"settings", settings_json(settings)}});
+    if (file_ && std::filesystem::file_size(path_, ec) == 0) write_line(first);
   } else {
     file_ = std::fopen(path_.c_str(), "wb");
-    if (file_) write_line({{"type", "settings"}, {"settings", settings_json(settings)}});
+    if (file_) write_line(first);
   }
   if (!file_) throw EnvironmentError(path_ + ": cannot write (" + std::strerror(errno) + ")");
 }
@@ -52,10 +53,11 @@ bool CaseLog::finished(const std::string& batch_id, const std::string& impl) con
 }
 
 // Reads the earlier log. Cases count only once the run line that closes them was written.
-void CaseLog::load(const RunSettings& settings) {
+void CaseLog::load(const RunSettings& settings, const json& scope) {
   std::ifstream in(path_, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::map<std::string, std::vector<CaseResult>> pending;
+  std::set<std::string> case_ids;
   size_t start = 0, good_bytes = 0, number = 0;
   // Every record is written with its newline in one write: a last piece without one is torn.
   for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
@@ -74,6 +76,11 @@ void CaseLog::load(const RunSettings& settings) {
     if (type == "settings" && j.value("settings", json()) != settings_json(settings))
       throw InputError(path_, "settings", "written by a run with other --rows/--seed/--repeat/--tolerance/--shard: " +
                                               j.value("settings", json()).dump() + "; rerun without --resume");
+    // Another batch's cases would join this run's verdict: refuse rather than mix them.
+    if (type == "settings" && j.value("scope", json::object()) != scope)
+      throw InputError(path_, "scope", "written by a run of other inputs or implementations: " +
+                                           j.value("scope", json::object()).dump() +
+                                           "; rerun without --resume or pick another -o folder");
     try {
       if (type == "case") {
         CaseResult c = case_from_json(j.at("case"));
@@ -81,9 +88,12 @@ void CaseLog::load(const RunSettings& settings) {
       } else if (type == "run") {
         ImplRun r = impl_run_from_json(j.at("run"));
         const std::string k = key(r.batch_id, r.impl);
-        for (CaseResult& c : pending[k]) cases_.push_back(std::move(c));
+        if (done_.insert(k).second) {  // a run logged twice (lines copied, a log appended to itself) counts once
+          for (CaseResult& c : pending[k])
+            if (case_ids.insert(c.id).second) cases_.push_back(std::move(c));
+          runs_.push_back(std::move(r));
+        }
         pending.erase(k);
-        if (done_.insert(k).second) runs_.push_back(std::move(r));
         good_bytes = end + 1;
       } else if (type == "settings") {
         good_bytes = end + 1;

@@ -13,9 +13,12 @@ namespace dsa {
 class CaseLog {
  public:
   // Starts a new log (truncating an old one), or with `resume` reads the finished runs of an
-  // earlier one. A torn last line (the kill came mid-write) is dropped. Throws InputError when
-  // the earlier log was written with other settings, EnvironmentError when DIR is not writable.
-  CaseLog(const std::string& dir, const RunSettings& settings, bool resume);
+  // earlier one. A torn last line (the kill came mid-write) is dropped. `scope` (the inputs and
+  // implementations of the run) is stored with the settings. Throws InputError when the earlier
+  // log was written with other settings or another scope, EnvironmentError when DIR is not
+  // writable. A run or case logged twice counts once.
+  CaseLog(const std::string& dir, const RunSettings& settings, bool resume,
+          const nlohmann::json& scope = nlohmann::json::object());
   ~CaseLog();
   CaseLog(const CaseLog&) = delete;
   CaseLog& operator=(const CaseLog&) = delete;
@@ -30,7 +33,7 @@ class CaseLog {
   void append(const ImplRun& run, const std::vector<CaseResult>& cases);
 
  private:
-  void load(const RunSettings& settings);
+  void load(const RunSettings& settings, const nlohmann::json& scope);
   void write_line(const nlohmann::json& line);
 
   std::string path_;

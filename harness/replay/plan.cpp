@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/batch.hpp"
+#include "harness/impls/mutants.hpp"
 #include "harness/impls/registry.hpp"
 
 namespace dsa {
@@ -60,6 +61,7 @@ std::vector<ImplAvailability> list_implementations() {
     out.push_back(a);
   }
   out.push_back({"recorded:NAME", "outputs recorded in the batch file under /outputs/NAME", ""});
+  for (const MutantInfo& m : mutants()) out.push_back({"mutant:" + m.name, "planted defect: " + m.description, ""});
   return out;
 }
 

@@ -83,4 +83,28 @@ std::vector<std::string> shard_inputs(const std::vector<ShardInput>& inputs, Sha
   return mine;
 }
 
+void check_shard_set(const std::vector<Shard>& shards, const std::vector<std::string>& names) {
+  if (shards.empty()) return;
+  auto text = [](Shard s) { return std::to_string(s.index) + "/" + std::to_string(s.count); };
+  const int n = shards.front().count;
+  if (n > int(shards.size()))  // before sizing anything by a count read from a file
+    throw InputError(names[0], "settings.shard", "the set is incomplete: the run had " + std::to_string(n) +
+                                                     " shards but " + std::to_string(shards.size()) + " are given");
+  std::vector<std::string> owner(size_t(std::max(n, 0)));
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const Shard s = shards[i];
+    if (s.count != n || s.index < 0 || s.index >= n)
+      throw InputError(names[i], "settings.shard", "is shard " + text(s) + " but " + names[0] + " is " +
+                                                       text(shards[0]) + ": not one run's shards");
+    std::string& first = owner[size_t(s.index)];
+    if (!first.empty()) throw InputError(names[i], "settings.shard", "shard " + text(s) + " is also " + first);
+    first = names[i];
+  }
+  std::string missing;
+  for (int k = 0; k < n; ++k)
+    if (owner[size_t(k)].empty()) missing += (missing.empty() ? "" : ", ") + text({k, n});
+  if (!missing.empty())
+    throw InputError(names[0], "settings.shard", "the set is incomplete: shard(s) " + missing + " missing");
+}
+
 }  // namespace dsa

@@ -29,4 +29,9 @@ struct ShardInput {
 // exactly one shard.
 std::vector<std::string> shard_inputs(const std::vector<ShardInput>& inputs, Shard shard);
 
+// A set of shard reports to merge must be one whole run: the same N everywhere and every index
+// 0..N-1 exactly once. `names` (the report folders) go into the message. Throws InputError
+// naming the missing, extra or mismatched shards.
+void check_shard_set(const std::vector<Shard>& shards, const std::vector<std::string>& names);
+
 }  // namespace dsa

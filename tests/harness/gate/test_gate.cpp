@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -188,4 +189,46 @@ TEST_CASE("gate CLI: exit codes 0, 1, 2, 3, 4") {
   CHECK(cli_gate(base, other, "--allow-different-gpu") == 0);
   CHECK(std::system((std::string(DSA_BINARY) + " gate --baseline /nonexistent.json --current /nonexistent.json"
                      " > /dev/null 2>&1").c_str()) >> 8 == 4);
+}
+
+TEST_CASE("gate: a kernel or a whole run missing from the baseline is inconclusive, named") {
+  const Report base = test::sample_report();
+  // The baseline never timed gpu-sparse's kernels; the current run is 10x slower there.
+  Report no_kernels = base;
+  for (ImplRun& run : no_kernels.runs)
+    if (run.impl == "gpu-sparse") run.kernels.clear();
+  GateResult g = run_gate(no_kernels, with_kernels_scaled(base, 10.0), GateConfig{});
+  INFO(gate_text(g));
+  CHECK(g.exit_code == kExitInconclusive);
+  CHECK(gate_text(g).find("timed in the current run but not in the baseline") != std::string::npos);
+  // The baseline lacks the whole gpu-sparse run (and its cases).
+  Report no_run = base;
+  no_run.runs.erase(std::remove_if(no_run.runs.begin(), no_run.runs.end(),
+                                   [](const ImplRun& r) { return r.impl == "gpu-sparse"; }),
+                    no_run.runs.end());
+  g = run_gate(no_run, with_kernels_scaled(base, 10.0), GateConfig{});
+  INFO(gate_text(g));
+  CHECK(g.exit_code == kExitInconclusive);
+  CHECK(gate_text(g).find("gpu-sparse [") != std::string::npos);
+  CHECK(gate_text(g).find("ran in the current run but not in the baseline") != std::string::npos);
+  // And the other way round: the current run lacks it.
+  g = run_gate(base, no_run, GateConfig{});
+  CHECK(g.exit_code == kExitInconclusive);
+  CHECK(gate_text(g).find("ran in the baseline but not in the current run") != std::string::npos);
+}
+
+TEST_CASE("gate: fractions in the config must lie in [0, 1]") {
+  const auto path = std::filesystem::temp_directory_path() / ("dsa-gate-frac-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"validity_min": 2})";
+  std::string message;
+  try {
+    read_gate_config(path.string());
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  CHECK(message.find("validity_min") != std::string::npos);
+  CHECK(message.find("[0, 1]") != std::string::npos);
+  std::ofstream(path) << R"({"validity_min": 1})";
+  CHECK(read_gate_config(path.string()).validity_min == 1);
+  std::filesystem::remove(path);
 }

@@ -67,3 +67,45 @@ TEST_CASE("case log: a damaged line in the middle is an error, not silently skip
   CHECK_THROWS_AS(CaseLog(dir.string(), settings, true), InputError);
   fs::remove_all(dir);
 }
+
+TEST_CASE("case log: a run logged twice counts its cases once") {
+  const fs::path dir = fs::temp_directory_path() / ("dsa-log-dup-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const Report r = test::sample_report();
+  RunSettings settings;
+  {
+    CaseLog log(dir.string(), settings, false);
+    log.append(r.runs[1], {r.cases[0]});
+  }
+  // The complete lines of that run copied once more (two logs concatenated, a replayed append).
+  std::ifstream in(dir / "cases.jsonl");
+  std::string first, case_line, run_line;
+  std::getline(in, first);
+  std::getline(in, case_line);
+  std::getline(in, run_line);
+  in.close();
+  std::ofstream(dir / "cases.jsonl", std::ios::app) << case_line << "\n" << case_line << "\n" << run_line << "\n";
+  CaseLog log(dir.string(), settings, true);
+  CHECK(log.earlier_runs().size() == 1);
+  CHECK(log.earlier_cases().size() == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("case log: resuming a log of other inputs or implementations is refused") {
+  const fs::path dir = fs::temp_directory_path() / ("dsa-log-scope-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  RunSettings settings;
+  const nlohmann::json mine = {{"inputs", {"/data/a.h5"}}, {"impls", {"reference-sparse"}}};
+  { CaseLog log(dir.string(), settings, false, mine); }
+  CHECK_NOTHROW(CaseLog(dir.string(), settings, true, mine));
+  const nlohmann::json other = {{"inputs", {"/data/b.h5"}}, {"impls", {"reference-sparse"}}};
+  std::string message;
+  try {
+    CaseLog log(dir.string(), settings, true, other);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  CHECK(message.find("cases.jsonl: scope: written by a run of other inputs") != std::string::npos);
+  CHECK(message.find("a.h5") != std::string::npos);
+  fs::remove_all(dir);
+}

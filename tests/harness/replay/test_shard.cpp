@@ -76,3 +76,20 @@ TEST_CASE("shard: every input lands in exactly one shard, balanced by size") {
   auto b = shard_inputs(reversed, {1, 3});
   CHECK(std::set<std::string>(a.begin(), a.end()) == std::set<std::string>(b.begin(), b.end()));
 }
+
+TEST_CASE("shard: a merge set must be one whole run, each shard once") {
+  auto error = [](const std::vector<Shard>& set, const std::vector<std::string>& names) {
+    try {
+      check_shard_set(set, names);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error({{0, 2}, {1, 2}}, {"a", "b"}).empty());
+  CHECK(error({{0, 1}}, {"whole"}).empty());
+  CHECK(error({{0, 2}}, {"a"}).find("the run had 2 shards but 1 are given") != std::string::npos);
+  CHECK(error({{0, 2}, {1, 3}}, {"a", "b"}).find("b: settings.shard: is shard 1/3 but a is 0/2") != std::string::npos);
+  CHECK(error({{0, 2}, {0, 2}}, {"a", "a"}).find("shard 0/2 is also a") != std::string::npos);
+  CHECK(error({{0, 3}, {2, 3}, {2, 3}}, {"a", "c", "c2"}).find("shard 2/3 is also c") != std::string::npos);
+}

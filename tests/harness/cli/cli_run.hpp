@@ -1,0 +1,61 @@
+#pragma once
+// Runs the dsa-harness binary (DSA_BINARY, or DSA_TEST_BINARY when set: to run these tests
+// against another build, e.g. to see them fail on a build without the fixes) through the shell
+// for the CLI tests: exit code, combined output and wall time.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace dsa::test {
+
+struct CliResult {
+  int code = -1;
+  std::string output;
+  double seconds = 0;
+};
+
+// `args` is pasted into a shell command line after the binary: quote paths with spaces.
+inline std::string binary() {
+  const char* other = std::getenv("DSA_TEST_BINARY");
+  return other && *other ? other : DSA_BINARY;
+}
+
+inline CliResult cli(const std::string& args, const std::string& env = "") {
+  const std::string out = (std::filesystem::temp_directory_path() / ("dsa-cli-out-" + std::to_string(::getpid()))).string();
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system((env + " " + binary() + " " + args + " > '" + out + "' 2>&1").c_str());
+  CliResult r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(out);
+  std::stringstream s;
+  s << in.rdbuf();
+  r.output = s.str();
+  std::remove(out.c_str());
+  return r;
+}
+
+struct Scratch {
+  std::filesystem::path path;
+  explicit Scratch(const std::string& tag)
+      : path(std::filesystem::temp_directory_path() / ("dsa-cli-" + tag + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string sub(const std::string& name) const { return (path / name).string(); }
+};
+
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace dsa::test
