@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/device-check}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
-B=build-device
+B=${DSA_BUILD_DIR:-build-device}  # DSA_BUILD_DIR=build reuses the README build (then skip the build stage)
 STAGES=${*:-build ctest check check-256k cli memcheck timing}
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
@@ -105,7 +105,7 @@ do_readme() {
 # compute-sanitizer's race and initialisation checkers on the smoke batch (both implementations).
 do_sanitize() {
   for tool in racecheck initcheck; do
-    DSA_CHECK_PRESET=smoke stage "$tool-smoke" 400 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    DSA_CHECK_PRESET=smoke stage "$tool-smoke" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$B/tests/test_gpu" "$CHECK"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$LOGS/$tool-smoke.log" | head -6 | tee -a "$SUMMARY"
   done
