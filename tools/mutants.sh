@@ -60,7 +60,7 @@ mutant "missing blocks are 'not run'" harness/compare/compare.cpp \
 mutant "a missing tail table passes" harness/compare/compare.cpp \
   'else out.layers.push_back(missing(id + "/tail",' 'else if (false) out.layers.push_back(missing(id + "/tail",' \
   test_compare "a consumer without its tail table is incorrect"
-mutant "--repeat never compares the repeats" harness/replay/replay.cpp \
+mutant "--repeat never compares the repeats" harness/replay/batch_run.cpp \
   'for (int i = 1; i < opt_.repeat; ++i) {' 'for (int i = 1; i < 1; ++i) {' \
   test_replay "replay --repeat: a planted nondeterministic implementation is caught"
 mutant "reference: page lookup off by one position" reference/scores.hpp \
