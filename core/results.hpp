@@ -10,7 +10,8 @@ namespace dsa {
 
 // One kernel's timing, measured with CUDA events (or a host clock for CPU stages).
 struct KernelTiming {
-  std::string kernel;     // the name CLI filters take, e.g. "gpu-sparse/sparse_logits"
+  std::string kernel;     // the name CLI filters take, e.g. "gpu-sparse/sparse_logits"; "NAME.part" is a
+                          // share of NAME (e.g. dense_logits.wgmma), never added to totals
   std::string layer;      // layer id or "all"
   int calls = 0;          // launches per run of the implementation
   int samples = 0;

@@ -1,6 +1,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/cp_async.cuh"
 #include "gpu/common/fp4_mma.cuh"
+#include "gpu/dense_logits/dense_common.cuh"
 #include "gpu/dense_logits/dense_logits.cuh"
 
 namespace dsa::gpu {
@@ -10,24 +11,6 @@ namespace {
 // chunk-256k, 64 measured 160.0 ms (device run 13; single-buffered 64: 170.5 ms).
 constexpr int kTileP = 128;
 constexpr int kChunkP = 2048;  // positions per block
-
-// Relu, the 4-lane fma chain and the lane sums; lanes 0..7 end up with the score of
-// position 2t + g (lane = 4g + t).
-__device__ __forceinline__ float dense_epilogue(const float (&s)[4][2], const float (&wl)[8]) {
-  float r[4][2];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    r[i][0] = fmaxf(s[i][0], 0.0f);
-    r[i][1] = fmaxf(s[i][1], 0.0f);
-  }
-  float chain[8];
-  own_position(r, chain);
-  float acc = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) acc = __fmaf_rn(chain[j], wl[j], acc);
-  const float t = __fadd_rn(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, 16));  // a0+a2 / a1+a3
-  return __fadd_rn(t, __shfl_xor_sync(0xFFFFFFFFu, t, 8));               // (a0+a2)+(a1+a3)
-}
 
 // Keys of one step: kTileP positions staged by the whole block (shared by its rows).
 struct KeyStage {
@@ -57,25 +40,16 @@ __device__ __forceinline__ void stage_keys(KeyStage& st, const DenseLogitsArgs& 
   cp_async_commit();
 }
 
-// An 8-position tile off the fast path (a key, or the whole row): the generic route with the
-// row's raw operands, reloaded (rare, and kept out of the hot loop's registers).
-__device__ __noinline__ void tile_generic(const DenseLogitsArgs& a, int row, const KeyStage& st, int nt, int64_t kcol,
-                                          int pb, int L, float* out) {
+// An 8-position tile off the fast path (a key, or the whole row): the generic route.
+__device__ __noinline__ void tile_generic(const DenseLogitsArgs& a, int row, int64_t kcol, int pb, int L, float* out) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  QueryFrags q;
-  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
-             a.row_fast[row]);
-  float wl[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
-  float s[4][2];
-  head_scores(q, st.ks + nt * 8 * kKeyStride, st.scale + nt * 8, a.kr + (kcol + pb) * 128, 128, a.kexp + kcol + pb, s);
-  const float score = dense_epilogue(s, wl);
+  const GenericRowArgs ga{a.qr, a.qexp, a.qscale, a.weights, a.kr, a.kexp};
+  const float score = generic_score(ga, row, kcol + pb);
   const int p = pb + 2 * t + g;
   if (lane < 8 && p < L) out[p] = score;
 }
 
-// One block: up to 8 rows of one request (a warp each) x kChunkP positions, keys staged once per
+// One block: up to 8 rows of one request (a warp each; tile_rows[first..first+count)) x kChunkP positions, keys staged once per
 // step for all of them. Each row takes fp4_mma.cuh's split route when the query prep admitted
 // it (nearly all rows), else four accumulators with integer multipliers or the generic route.
 template <int kMinBlocks>
@@ -85,13 +59,13 @@ __global__ void __launch_bounds__(256, kMinBlocks) dense_logits_kernel(DenseLogi
   const int first = a.tile_first[tile], count = a.tile_count[tile];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   int lmax = 0;
-  for (int i = 0; i < count; ++i) lmax = max(lmax, a.sel_len[first + i]);
+  for (int i = 0; i < count; ++i) lmax = max(lmax, a.sel_len[a.tile_rows[first + i]]);
   const int p0 = blockIdx.x * kChunkP;
   if (p0 >= lmax) return;
   const int p1 = min(p0 + kChunkP, lmax);
-  const int64_t kcol = a.sel_kcol[first];
+  const int64_t kcol = a.sel_kcol[a.tile_rows[first]];
   const bool active = warp < count;
-  const int row = first + (active ? warp : 0);
+  const int row = a.tile_rows[first + (active ? warp : 0)];
   const int L = active ? a.sel_len[row] : 0;
   const bool split = a.row_split[row] != 0;
 
@@ -120,7 +94,7 @@ __global__ void __launch_bounds__(256, kMinBlocks) dense_logits_kernel(DenseLogi
       if (pb >= L) break;
       const float sk0 = st.scale[nt * 8 + 2 * t], sk1 = st.scale[nt * 8 + 2 * t + 1];
       if (!__all_sync(0xFFFFFFFFu, q.fast && sk0 != 0.0f && sk1 != 0.0f)) {
-        tile_generic(a, row, st, nt, kcol, pb, L, out);
+        tile_generic(a, row, kcol, pb, L, out);
         continue;
       }
       uint32_t b[4][2];

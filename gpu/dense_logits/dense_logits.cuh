@@ -24,7 +24,8 @@ struct DenseLogitsArgs {
   const int8_t* kr;
   const uint32_t* kexp;
   const float* kscale;
-  // Row tiles: up to 8 selected rows of one request each.
+  // Row tiles: up to 8 selected rows of one request each, tile_rows[tile_first[i] + j] for j < tile_count[i].
+  const int32_t* tile_rows;
   const int32_t* tile_first;
   const int32_t* tile_count;
   int ntiles;

@@ -1,12 +1,15 @@
 #include "gpu/engine/engine.cuh"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "gpu/block_amax/block_amax.cuh"
 #include "gpu/common/check.cuh"
 #include "gpu/common/poison.cuh"
 #include "gpu/dense_logits/dense_logits.cuh"
+#include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/gpu_implementations.hpp"
 #include "gpu/prep/prep.cuh"
 #include "gpu/small_topk/small_topk.cuh"
@@ -169,20 +172,8 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
   for (int i = 0; i < nsel; ++i) ident[size_t(i)] = i;
   identity_.upload(ident);
 
-  // Row tiles of the dense kernel: up to 8 consecutive selected rows of one request.
-  std::vector<int32_t> first, count;
-  for (int i = 0; i < nsel;) {
-    int j = i + 1;
-    while (j < nsel && j - i < kDenseTileRows && req[size_t(j)] == req[size_t(i)]) ++j;
-    first.push_back(i);
-    count.push_back(j - i);
-    i = j;
-  }
-  ntiles_ = int(first.size());
-  if (ntiles_ > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
-  tile_first_.upload(first);
-  tile_count_.upload(count);
-
+  sel_req_host_ = req;
+  use_wgmma_ = dense_wgmma_supported() && std::getenv("DSA_DENSE_PORTABLE") == nullptr;
   // Tail rows among the selected rows.
   tail_sel_.clear();
   tail_index_.clear();
@@ -226,6 +217,7 @@ void GpuEngine::upload_keys(const Batch& batch) {
   launch_key_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   time("key_prep", nullptr, 0, double(ncols_) * (68 + 2 * 128 + 8), [&] { launch_key_prep(a); });
+  upload_key_exponents(batch);
   if (path_ == PathKind::sparse) {
     kfrag_.resize(cols * 128);
     launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get());
@@ -234,7 +226,67 @@ void GpuEngine::upload_keys(const Batch& batch) {
   }
 }
 
-void GpuEngine::prep_query(const Layer& layer) {
+// Per request, the lowest and highest minimum group exponent of its folded keys (the wgmma
+// route's admission, gpu/prep): read from the key scales 2^(fmin - 128).
+void GpuEngine::upload_key_exponents(const Batch& batch) {
+  const std::vector<float> ks = kscale_.to_host(size_t(ncols_));
+  std::vector<int2> range(size_t(std::max(batch.requests(), 1)), int2{127, 127});
+  for (int b = 0; b < batch.requests(); ++b) {
+    int lo = 1 << 20, hi = -(1 << 20);
+    for (int64_t j = 0; j < batch.compressed_len[size_t(b)]; ++j) {
+      const float v = ks[size_t(batch.request_start[size_t(b)] + j)];
+      if (v == 0.0f) continue;
+      int bits;
+      std::memcpy(&bits, &v, 4);
+      const int fmin = ((bits >> 23) & 0xFF) + 1;
+      lo = std::min(lo, fmin);
+      hi = std::max(hi, fmin);
+    }
+    if (lo <= hi) range[size_t(b)] = int2{lo, hi};
+  }
+  req_fexp_.upload(range);
+}
+
+// Row tiles of the dense kernels: the rows the query prep admitted to the wgmma route in tiles of
+// up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel).
+void GpuEngine::build_dense_tiles() {
+  const int nsel = int(sel_.size());
+  std::vector<int32_t> wrows, rest, first, count;
+  auto close_wtile = [&] { while (wrows.size() % kWgmmaTileRows != 0) wrows.push_back(-1); };
+  int wreq = -1, wfill = 0;
+  for (int i = 0; i < nsel; ++i) {
+    const int req = sel_req_host_[size_t(i)];
+    if (use_wgmma_ && row_wgmma_host_[size_t(i)] != 0) {
+      if (req != wreq || wfill == kWgmmaTileRows) {
+        close_wtile();
+        wreq = req;
+        wfill = 0;
+      }
+      wrows.push_back(i);
+      ++wfill;
+    } else {
+      if (rest.empty() || sel_req_host_[size_t(rest.back())] != req || count.back() == kDenseTileRows) {
+        first.push_back(int32_t(rest.size()));
+        count.push_back(0);
+      }
+      rest.push_back(i);
+      ++count.back();
+    }
+  }
+  close_wtile();
+  nwtiles_ = int(wrows.size()) / kWgmmaTileRows;
+  const int nw = nsel - int(rest.size());
+  dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32, " +
+                 std::to_string(rest.size()) + " on mma.sync; ";
+  ntiles_ = int(first.size());
+  if (ntiles_ > 65535 || nwtiles_ > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
+  wtile_rows_.upload(wrows.empty() ? std::vector<int32_t>{-1} : wrows);
+  tile_rows_.upload(rest.empty() ? std::vector<int32_t>{0} : rest);
+  tile_first_.upload(first.empty() ? std::vector<int32_t>{0} : first);
+  tile_count_.upload(count.empty() ? std::vector<int32_t>{0} : count);
+}
+
+void GpuEngine::prep_query(const Layer& layer, bool dense) {
   const int nsel = int(sel_.size());
   q_.upload(layer.q);
   q_scale_.upload(layer.q_scale);
@@ -250,12 +302,26 @@ void GpuEngine::prep_query(const Layer& layer) {
   qsplit_.resize(size_t(std::max(nsel, 1)) * 4096);
   qmul_.resize(size_t(std::max(nsel, 1)) * 32);
   row_split_.resize(size_t(std::max(nsel, 1)));
+  const size_t n1 = size_t(std::max(nsel, 1));
+  const bool wgmma = use_wgmma_ && dense;  // the wgmma form serves the dense kernel alone
+  if (wgmma) {
+    qw_.resize(n1 * 4096);
+    qw_mul_.resize(n1 * 32);
+    qw_weight_.resize(n1 * 32);
+    qw_shift_.resize(n1);
+  }
+  row_wgmma_.resize(n1);
+  row_wgmma_.fill_bytes(0, n1);
   QueryPrepArgs a{q_.get(),        q_scale_.get(), sel_rows_.get(), nsel,          qs_.get(),
                   qr_.get(),       qexp_.get(),    qscale_.get(),   row_fast_.get(), qsplit_.get(),
-                  qmul_.get(),     row_split_.get()};
+                  qmul_.get(),     row_split_.get(), weights_.get(), sel_req_.get(), req_fexp_.get(),
+                  wgmma ? qw_.get() : nullptr, qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
+                  row_wgmma_.get()};
   launch_query_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   row_split_host_ = row_split_.to_host(size_t(nsel));
+  row_wgmma_host_ = row_wgmma_.to_host(size_t(nsel));
+  build_dense_tiles();
   time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 3 * 128 + 16), [&] { launch_query_prep(a); });
 }
 
@@ -264,16 +330,27 @@ void GpuEngine::dense_logits(const Layer& layer) {
   dense_.resize(size_t(std::max(nsel, 1)) * size_t(ld_dense_));
   DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
                     qmul_.get(), row_split_.get(), weights_.get(),
-                    ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), tile_first_.get(), tile_count_.get(),
-                    ntiles_, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
+                    ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), tile_rows_.get(), tile_first_.get(),
+                    tile_count_.get(), ntiles_, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
+  DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(), wtile_rows_.get(), nwtiles_,
+                   qr_.get(), qexp_.get(), qscale_.get(), weights_.get(), ks_.get(), kr_.get(), kexp_.get(),
+                   kscale_.get(), sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
+  auto launch = [&] {
+    launch_dense_wgmma(w);
+    launch_dense_logits(a);
+  };
   dense_.fill_bytes(kPoisonByteFloat, size_t(nsel) * size_t(ld_dense_));
-  launch_dense_logits(a);
+  launch();
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(dense_.get()), ld_dense_, nsel,
                                    sel_len_.get(), 1, 0, 0xFFFFFFFFu),
                   kernel_name("dense_logits"));
   time("dense_logits", &layer, 2.0 * kHeads * kHeadDim * double(sum_len_),
-       double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68, [&] { launch_dense_logits(a); });
+       double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68, launch);
+  if (nwtiles_ > 0 && ntiles_ > 0) {  // both routes ran: each one's share
+    time("dense_logits.wgmma", &layer, 0, 0, [&] { launch_dense_wgmma(w); });
+    time("dense_logits.mma_sync", &layer, 0, 0, [&] { launch_dense_logits(a); });
+  }
 }
 
 void GpuEngine::store_positions(const DeviceBuffer<int32_t>& picks, const std::vector<int32_t>& rows_out, int k,
@@ -323,7 +400,7 @@ void GpuEngine::copy_dense_scores(const Batch& batch, const Layer& layer, Result
 
 void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOptions& options, Results& out) {
   const int nsel = int(sel_.size());
-  prep_query(source);
+  prep_query(source, true);
   dense_logits(source);
   if (options.scores) copy_dense_scores(batch, source, out);
 
@@ -377,7 +454,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
 
 void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptions& options, Results& out) {
   if (!published_) throw std::runtime_error(name() + ": consumer layer before the source published");
-  prep_query(consumer);
+  prep_query(consumer, path_ == PathKind::mask);
   if (path_ == PathKind::sparse)
     select_sparse(batch, consumer, options, out);
   else
@@ -489,7 +566,7 @@ void GpuEngine::select_mask(const Batch& batch, const Layer& layer, const RunOpt
 }
 
 void GpuEngine::plain(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
-  prep_query(layer);
+  prep_query(layer, true);
   dense_logits(layer);
   own_topk(batch, layer, out);
   if (options.scores) copy_dense_scores(batch, layer, out);
@@ -497,7 +574,8 @@ void GpuEngine::plain(const Batch& batch, const Layer& layer, const RunOptions& 
 
 void GpuEngine::end(const Batch&, const RunOptions&, Results& out) {
   out.peak_device_bytes = DeviceMemoryMeter::peak();
-  out.notes = "exact int8 tensor-core head scores (mma.sync m16n8k32); " + topk_notes_ + describe_device();
+  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + "sparse: mma.sync m16n8k32); " + topk_notes_ +
+              describe_device();
   timer_.reset();
   // Free the large buffers now: the next implementation may need the memory.
   dense_ = DeviceBuffer<float>();

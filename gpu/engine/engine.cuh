@@ -34,7 +34,9 @@ class GpuEngine : public Implementation {
 
  private:
   void upload_keys(const Batch& batch);
-  void prep_query(const Layer& layer);
+  void upload_key_exponents(const Batch& batch);
+  void build_dense_tiles();
+  void prep_query(const Layer& layer, bool dense);
   void dense_logits(const Layer& layer);
   void own_topk(const Batch& batch, const Layer& layer, Results& out);
   int upload_route_order(const std::vector<int32_t>& rows_host);
@@ -60,8 +62,12 @@ class GpuEngine : public Implementation {
   int64_t ld_dense_ = 8, ld_keys_ = 4;
   DeviceBuffer<int32_t> sel_rows_, sel_len_, sel_req_, identity_;
   DeviceBuffer<int64_t> sel_kcol_;
-  DeviceBuffer<int32_t> tile_first_, tile_count_;
-  int ntiles_ = 0;
+  std::vector<int32_t> sel_req_host_;
+  // Dense logits tiles (build_dense_tiles): the wgmma route's, [nwtiles][4], and the portable
+  // kernel's over the list tile_rows_.
+  bool use_wgmma_ = false;
+  DeviceBuffer<int32_t> wtile_rows_, tile_rows_, tile_first_, tile_count_;
+  int nwtiles_ = 0, ntiles_ = 0;
 
   // Keys: the pool, page tables and the flattened int8 operands.
   DeviceBuffer<uint8_t> pool_;
@@ -77,6 +83,11 @@ class GpuEngine : public Implementation {
   DeviceBuffer<int8_t> qs_, qr_, qsplit_;
   DeviceBuffer<int2> qmul_;
   DeviceBuffer<int32_t> row_split_;
+  DeviceBuffer<int8_t> qw_;  // the wgmma form (gpu/prep)
+  DeviceBuffer<int32_t> qw_mul_, qw_shift_, row_wgmma_;
+  DeviceBuffer<float> qw_weight_;
+  DeviceBuffer<int2> req_fexp_;
+  std::vector<int32_t> row_wgmma_host_;
   std::vector<int32_t> row_split_host_;
   DeviceBuffer<int32_t> route_order_;  // gpu-sparse: table rows by route (upload_route_order)
   DeviceBuffer<uint32_t> qexp_;
@@ -91,7 +102,7 @@ class GpuEngine : public Implementation {
   DeviceBuffer<uint16_t> sparse_;
   bool published_ = false;
   DeviceBuffer<int32_t> topk_scratch_;
-  std::string topk_notes_;
+  std::string topk_notes_, dense_notes_;
 
   // Tail table: selected rows that are tail rows.
   std::vector<int32_t> tail_sel_;     // selected-row index of each

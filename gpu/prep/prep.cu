@@ -85,6 +85,68 @@ __device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8
   return shape_ok && bound * 96 < (int64_t(1) << 23);
 }
 
+// The wgmma form of one query head (dense_wgmma.cuh): groups 0-2 shifted to their minimum m012;
+// group 3 raw when e3 <= m012 (base e3, multiplier 2^(m012 - e3) on groups 0-2), else shifted when
+// it lies at most 3 binades above (base m012, multiplier 1). Returns whether the head fits:
+// |S| < 2^24 for any folded key (values <= 96).
+__device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int* mul, int* base) {
+  int e[4];
+  for (int g = 0; g < 4; ++g) e[g] = scales[g];
+  const int m012 = min(min(e[0], e[1]), e[2]);
+  const int span012 = max(max(e[0], e[1]), e[2]) - m012;
+  const bool g3_raw = e[3] <= m012;
+  const bool shape_ok = span012 <= 3 && (g3_raw ? m012 - e[3] <= 20 : e[3] - m012 <= 3);
+  *base = g3_raw ? e[3] : m012;
+  *mul = shape_ok && g3_raw ? 1 << (m012 - e[3]) : 1;
+  int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
+  for (int g = 0; g < 4; ++g) {
+    const int shift = !shape_ok ? 0 : g < 3 ? e[g] - m012 : g3_raw ? 0 : e[3] - m012;
+    const Fp4Lut lut = fp4_lut(shift);
+    uint32_t v[8];
+    for (int w = 0; w < 4; ++w) {
+      uint32_t word;
+      memcpy(&word, payload + 16 * g + 4 * w, 4);
+      unpack8(word, lut, v[2 * w], v[2 * w + 1]);
+    }
+    int sum = 0;
+    for (int w = 0; w < 8; ++w)
+      for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
+    bound += int64_t(sum) * (g < 3 ? *mul : 1);
+    uint4* d = reinterpret_cast<uint4*>(out + 32 * g);
+    d[0] = make_uint4(v[0], v[1], v[2], v[3]);
+    d[1] = make_uint4(v[4], v[5], v[6], v[7]);
+  }
+  return shape_ok && bound * 96 < (int64_t(1) << 24);
+}
+
+// The wgmma form of row i (one lane per head h): operands, pre-scaled weights w'' = w * 2^(149 +
+// base - 256 - c) with c = min over heads of (ilogb w + base - 130), so |w''| >= 2^23, and the
+// row's admission (dense_wgmma.cuh): every head fits, its scores are exact floats, the reference's products are multiples of
+// 2^-149 for the request's keys (c + fmin >= 0), F = 2^(c + fmin) is a normal float, nothing
+// overflows.
+__device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int64_t dst) {
+  constexpr int kNone = 1 << 29;
+  int mul = 1, base = 0;
+  const bool head_ok = wgmma_vector(a.q + src * 64, a.q_scale + src * 4, a.qw + dst * 128, &mul, &base);
+  const float w = a.weights[dst];
+  const int ew = w != 0.0f && isfinite(w) ? ilogbf(w) : 0;
+  const int c = __reduce_min_sync(0xFFFFFFFFu, w != 0.0f ? ew + base - 130 : kNone);
+  const int top = __reduce_max_sync(0xFFFFFFFFu, w != 0.0f ? ew + base : -kNone);
+  const int2 fr = a.req_fexp[a.sel_req[i]];
+  const int k = 149 + base - 256 - c;
+  const bool w_ok = isfinite(w) && (w == 0.0f || ew + k <= 126);
+  // Head scores S * 2^(base + fmin - 256), |S| < 2^24, are exact normal-or-exact floats.
+  const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
+  const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
+  const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
+  a.qw_mul[dst] = mul;
+  a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
+  if (h == 0) {
+    a.row_wgmma[i] = all ? 1 : 0;
+    a.qw_shift[i] = all ? (c + 128) * (1 << 23) : 0;
+  }
+}
+
 // One warp per row, one lane per head.
 __global__ void query_prep_kernel(QueryPrepArgs a) {
   const int i = blockIdx.x, h = threadIdx.x;
@@ -100,6 +162,7 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
     a.row_fast[i] = all_fast ? 1 : 0;
     a.row_split[i] = all_split ? 1 : 0;
   }
+  if (a.qw != nullptr) wgmma_row(a, i, h, src, dst);
 }
 
 }  // namespace

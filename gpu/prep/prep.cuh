@@ -41,6 +41,15 @@ struct QueryPrepArgs {
   int8_t* qsplit;      // [nsel][32][128] the split form (gpu/common/fp4_mma.cuh)
   int2* qmul;          // [nsel][32] its multipliers {mA, mB}
   int32_t* row_split;  // [nsel] 1 when every head takes the split route
+  // The wgmma form (gpu/dense_logits/dense_wgmma.cuh); null qw skips it.
+  const float* weights;    // [nsel][32]
+  const int32_t* sel_req;  // [nsel] request of each selected row
+  const int2* req_fexp;    // [nreq] {lowest, highest} minimum group exponent of the request's folded keys
+  int8_t* qw;              // [nsel][32][128]
+  int32_t* qw_mul;         // [nsel][32]
+  float* qw_weight;        // [nsel][32]
+  int32_t* qw_shift;       // [nsel]
+  int32_t* row_wgmma;      // [nsel] 1 when the row is exact on the wgmma route
 };
 void launch_query_prep(const QueryPrepArgs& a);
 

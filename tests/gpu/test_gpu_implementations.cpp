@@ -2,6 +2,8 @@
 // of both the GPU code and reference/: bit-identical scores, identical blocks and picks.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -286,6 +288,36 @@ TEST_CASE("gpu-sparse and gpu-mask equal the exact CPU model bit for bit") {
     CHECK(res.peak_device_bytes > 0);
     check_against_model(b, res, sparse, all_rows(b));
   }
+}
+
+// The rows' count on each dense route, from the implementation's notes ("dense: N of M rows on
+// wgmma ..., K on mma.sync").
+std::pair<int, int> dense_routes(const Results& r) {
+  int wgmma = -1, total = -1, rest = -1;
+  const size_t at = r.notes.find("dense: ");
+  if (at != std::string::npos)
+    std::sscanf(r.notes.c_str() + at, "dense: %d of %d rows on wgmma m64n128k32, %d on mma.sync", &wgmma, &total, &rest);
+  return {wgmma, rest};
+}
+
+TEST_CASE("dense logits: the wgmma route and the portable kernel each give the model's bits") {
+  model_cache().clear();
+  const Batch b = make_batch(standard_spec(), 7);
+  RunOptions o;
+  o.scores = true;
+  const Results both = gpu::make_gpu_mask()->run(b, o);
+  const auto [wgmma, rest] = dense_routes(both);
+  INFO(both.notes);
+  if (gpu::describe_device().find("sm_90") != std::string::npos) {
+    CHECK(wgmma > 0);  // most rows; wide keys (every 97th) are rescored by the generic route
+    CHECK(rest > 0);   // rows with a wide query head or zero weights
+  }
+  check_against_model(b, both, false, all_rows(b));
+  setenv("DSA_DENSE_PORTABLE", "1", 1);
+  const Results portable = gpu::make_gpu_mask()->run(b, o);
+  unsetenv("DSA_DENSE_PORTABLE");
+  CHECK(dense_routes(portable).first == 0);
+  check_against_model(b, portable, false, all_rows(b));
 }
 
 TEST_CASE("page size 64 and sampled rows give the full run's answers") {

@@ -1,0 +1,301 @@
+#include <cuda_runtime.h>
+
+#include "gpu/common/check.cuh"
+#include "gpu/common/cp_async.cuh"
+#include "gpu/dense_logits/dense_common.cuh"
+#include "gpu/dense_logits/dense_wgmma.cuh"
+
+namespace dsa::gpu {
+namespace {
+
+constexpr int kKeys = 64;      // M: key positions per step
+constexpr int kStages = 4;     // key stages in flight
+constexpr int kChunk = 2048;   // positions per block
+constexpr int kCols = kWgmmaTileRows * 32;
+
+// Operands in shared memory in wgmma's 128-byte swizzled K-major layout: rows of 128 bytes (the
+// whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024 bytes
+// (stride byte offset), 1024-aligned; a k32 step starts 32 bytes further. (The no-swizzle layout
+// measured 93 ms on chunk-256k with shared memory the bottleneck: ncu L1 84 %, tensor 18 %.)
+struct __align__(1024) WgmmaSmem {
+  int8_t q[kCols * 128];           // B: column n = 32 r + 8 j + 2 t + par holds head t + 4 (2 j + par) of row r
+  int8_t k[kStages][kKeys * 128];  // A: the keys of a step
+  float kscale[kStages][kKeys];
+  float4 w[kWgmmaTileRows][4][2];  // [row][t][k / 4]: w'' of heads t + 4 k, k = 0..7 (chain order)
+  int4 mul[kWgmmaTileRows][4][2];
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define DSA_WGMMA 1
+
+__device__ __forceinline__ int swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row & 7)) << 4); }
+
+__device__ __forceinline__ uint64_t smem_desc(const void* p) {
+  const uint32_t a = unsigned(__cvta_generic_to_shared(p));
+  return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);  // 128B swizzle
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// Pins the accumulators around the asynchronous region so no access moves across it.
+__device__ __forceinline__ void pin(int (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+// Shared memory written by threads (cp.async, st.shared), read next by wgmma (the async proxy).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+__device__ __forceinline__ void wgmma_s8(int (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+        "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
+        "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
+        "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+        "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// Starts copying the keys of positions pt.. (< p1) and their scales into stage buf.
+__device__ __forceinline__ void stage_keys(WgmmaSmem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
+                                           int p1) {
+  for (int i = threadIdx.x; i < kKeys * 8; i += 128) {
+    const int m = i >> 3, c = i & 7;  // 8 threads fill one row
+    int8_t* dst = sm.k[buf] + swizzled(m, c);
+    if (pt + m < p1)
+      cp_async16(dst, a.ks + (kcol + pt + m) * 128 + c * 16);
+    else
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+  }
+  if (threadIdx.x < kKeys) {
+    const int pos = pt + threadIdx.x;
+    if (pos < p1)
+      cp_async4(&sm.kscale[buf][threadIdx.x], a.kscale + kcol + pos);
+    else
+      sm.kscale[buf][threadIdx.x] = 1.0f;  // past the end: not a wide key
+  }
+}
+
+// The query columns, weights and multipliers of the block's rows; returns whether any head
+// needs the in-place multiplier (a barrier for the whole block).
+__device__ __forceinline__ bool stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
+  for (int i = threadIdx.x; i < kCols * 8; i += 128) {
+    const int n = i >> 3, c = i & 7;
+    const int r = n >> 5, cc = n & 31, head = ((cc & 7) >> 1) + 4 * (2 * (cc >> 3) + (cc & 1));
+    int8_t* dst = sm.q + swizzled(n, c);
+    if (rows[r] >= 0)
+      cp_async16(dst, a.qw + (int64_t(rows[r]) * 32 + head) * 128 + c * 16);
+    else
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+  }
+  const int r = threadIdx.x >> 5, h = threadIdx.x & 31;
+  float w = 0.0f;
+  int m = 1;
+  if (rows[r] >= 0) {
+    w = a.qw_weight[int64_t(rows[r]) * 32 + h];
+    m = a.qw_mul[int64_t(rows[r]) * 32 + h];
+  }
+  reinterpret_cast<float*>(&sm.w[r][h & 3][0])[h >> 2] = w;
+  reinterpret_cast<int*>(&sm.mul[r][h & 3][0])[h >> 2] = m;
+  return __syncthreads_or(m != 1) != 0;
+}
+
+// Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): for row r
+// and chain step k (head t + 4 k) that is j = 4 r + k / 2, e = 2 key + (k & 1).
+__device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int t) {
+#pragma unroll
+  for (int r = 0; r < kWgmmaTileRows; ++r) {
+    const int4 m0 = sm.mul[r][t][0], m1 = sm.mul[r][t][1];
+    const int mk[8] = {m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int j = 4 * r + (k >> 1);
+      d[4 * j + (k & 1)] *= mk[k];
+      d[4 * j + 2 + (k & 1)] *= mk[k];
+    }
+  }
+}
+
+// relu(S) as the float x = S * 2^-149 and the chain with the pre-scaled weights: part[r][key],
+// lane t's chain a_t for row r and key 16 warp + g + 8 key.
+__device__ __forceinline__ void chains(const int (&d)[64], const WgmmaSmem& sm, int t, float (&part)[kWgmmaTileRows][2]) {
+#pragma unroll
+  for (int r = 0; r < kWgmmaTileRows; ++r) {
+    const float4 w0 = sm.w[r][t][0], w1 = sm.w[r][t][1];
+    const float wk[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+    for (int key = 0; key < 2; ++key) {
+      float acc = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int j = 4 * r + (k >> 1);
+        acc = __fmaf_rn(__int_as_float(max(d[4 * j + 2 * key + (k & 1)], 0)), wk[k], acc);
+      }
+      part[r][key] = acc;
+    }
+  }
+}
+
+// (a0 + a2) + (a1 + a3) over the quad, scattered: lane t ends with rows 2 (t >> 1) + i (i = 0, 1)
+// of key 16 warp + g + 8 (t & 1).
+__device__ __forceinline__ void quad_sums(const float (&part)[kWgmmaTileRows][2], int t, float (&res)[2]) {
+  const bool hi = (t & 2) != 0, odd = (t & 1) != 0;
+  float r1[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int key = 0; key < 2; ++key) {
+      const float send = hi ? part[i][key] : part[2 + i][key];
+      const float keep = hi ? part[2 + i][key] : part[i][key];
+      r1[i][key] = __fadd_rn(keep, __shfl_xor_sync(0xFFFFFFFFu, send, 2));  // a_t + a_(t^2)
+    }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float send = odd ? r1[i][0] : r1[i][1];
+    const float keep = odd ? r1[i][1] : r1[i][0];
+    res[i] = __fadd_rn(keep, __shfl_xor_sync(0xFFFFFFFFu, send, 1));
+  }
+}
+
+// The block's rows and positions.
+struct BlockRows {
+  int rows[kWgmmaTileRows], len[kWgmmaTileRows];
+  int p0, p1;
+  int64_t kcol;
+};
+
+// The positions of this warp's keys whose scale is 0 (not folded), rescored by the generic route.
+__device__ __noinline__ void rescore_wide(const DenseWgmmaArgs& a, const BlockRows& b, int pw, unsigned wide) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const GenericRowArgs ga{a.qr, a.qexp, a.qscale, a.weights, a.kr, a.kexp};
+  for (int half = 0; half < 2; ++half) {
+    if ((wide & (half ? 0xAAAAAAAAu : 0x55555555u)) == 0) continue;  // lanes with t & 1 == half
+    const int pb = pw + 8 * half;
+    for (int r = 0; r < kWgmmaTileRows; ++r) {
+      if (b.rows[r] < 0 || pb >= b.len[r]) continue;
+      const float score = generic_score(ga, b.rows[r], b.kcol + pb);
+      const int p = pb + 2 * t + g;
+      if (lane < 8 && p < b.len[r] && a.kscale[b.kcol + p] == 0.0f) a.out[int64_t(b.rows[r]) * a.ld + p] = score;
+    }
+  }
+}
+
+// The steps of one block. kMul: some head needs the in-place multiplier between groups 0-2 and
+// group 3 (a template, so the wgmma sequence has no branch inside: ptxas serialises wgmma
+// across divergent paths).
+template <bool kMul>
+__device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const bool odd = (t & 1) != 0;
+  const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nsteps) stage_keys(sm, s, a, b.kcol, b.p0 + s * kKeys, b.p1);
+    cp_async_commit();
+  }
+  int shift[2], rlen[2];
+  float* out[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = 2 * (t >> 1) + i;
+    shift[i] = b.rows[r] >= 0 ? a.qw_shift[b.rows[r]] : 0;
+    out[i] = a.out + int64_t(max(b.rows[r], 0)) * a.ld;
+    rlen[i] = b.len[r];  // 0 where no row
+  }
+  const uint64_t db = smem_desc(sm.q);
+  for (int s = 0; s < nsteps; ++s) {
+    cp_async_wait<kStages - 2>();
+    fence_proxy_async();
+    __syncthreads();  // this step's keys landed; every wgmma of the last step has completed
+    if (s + kStages - 1 < nsteps)
+      stage_keys(sm, (s + kStages - 1) % kStages, a, b.kcol, b.p0 + (s + kStages - 1) * kKeys, b.p1);
+    cp_async_commit();
+    const int buf = s % kStages;
+    const uint64_t da = smem_desc(sm.k[buf]);
+    int d[64];
+    pin(d);
+    wgmma_fence();
+    wgmma_s8(d, da, db, 0);  // +2 in the descriptor: the next 32 bytes of K
+    wgmma_s8(d, da + 2, db + 2, 1);
+    wgmma_s8(d, da + 4, db + 4, 1);
+    if constexpr (kMul) {
+      wgmma_commit();
+      wgmma_wait();
+      pin(d);
+      apply_mul(d, sm, t);
+      pin(d);
+      wgmma_fence();
+    }
+    wgmma_s8(d, da + 6, db + 6, 1);
+    wgmma_commit();
+    wgmma_wait();
+    pin(d);
+    float part[kWgmmaTileRows][2], res[2];
+    chains(d, sm, t, part);
+    quad_sums(part, t, res);
+    const int m = 16 * warp + g + 8 * odd;
+    const int p = b.p0 + s * kKeys + m;
+    const float ks = sm.kscale[buf][m];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      if (p < rlen[i] && ks != 0.0f) out[i][p] = __fmul_rn(res[i], __int_as_float(__float_as_int(ks) + shift[i]));
+    const unsigned wide = __ballot_sync(0xFFFFFFFFu, ks == 0.0f && p < b.p1);
+    if (wide != 0) rescore_wide(a, b, b.p0 + s * kKeys + 16 * warp, wide);
+  }
+}
+#endif
+
+// One block: up to 4 rows of one request x kChunk positions; one warpgroup. Per step of 64 keys:
+// wgmma m64n128k32 over groups 0-2, the in-place multiplier when a head needs it, group 3, then
+// the exact epilogue. Blocks of other rows overlap their math with this one's (4 per SM).
+__global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
+#ifdef DSA_WGMMA
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  // The swizzle works on absolute shared addresses: operands start on a 1024-byte boundary.
+  const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
+  WgmmaSmem& sm = *reinterpret_cast<WgmmaSmem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  BlockRows b;
+  int lmax = 0;
+#pragma unroll
+  for (int r = 0; r < kWgmmaTileRows; ++r) {
+    b.rows[r] = a.tile_rows[blockIdx.y * kWgmmaTileRows + r];
+    b.len[r] = b.rows[r] >= 0 ? a.sel_len[b.rows[r]] : 0;
+    lmax = max(lmax, b.len[r]);
+  }
+  b.p0 = blockIdx.x * kChunk;
+  if (b.p0 >= lmax) return;
+  b.p1 = min(b.p0 + kChunk, lmax);
+  b.kcol = a.sel_kcol[b.rows[0]];
+  const bool need_mul = stage_queries(sm, a, b.rows);
+  cp_async_commit();
+  if (need_mul)
+    run_steps<true>(sm, a, b);
+  else
+    run_steps<false>(sm, a, b);
+#endif
+}
+
+}  // namespace
+
+bool dense_wgmma_supported() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
+void launch_dense_wgmma(const DenseWgmmaArgs& a) {
+  if (a.ntiles == 0 || a.max_len == 0) return;
+  const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (dense_wgmma_kernel)
+  DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  dim3 grid((a.max_len + kChunk - 1) / kChunk, a.ntiles);
+  dense_wgmma_kernel<<<grid, 128, smem>>>(a);
+  DSA_LAUNCH_CHECK("dense_wgmma_kernel");
+}
+
+}  // namespace dsa::gpu

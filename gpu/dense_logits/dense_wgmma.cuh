@@ -1,0 +1,53 @@
+#pragma once
+// Dense fp32 scores on Hopper's wgmma (sm_90a), bit-identical to the reference for the rows the
+// query prep admits (gpu/prep: the wgmma form); the other rows take launch_dense_logits.
+//
+// Exact route (per head h of a row, per key p):
+//   * one int32 accumulator S: groups 0-2 of the query folded to their minimum exponent, group 3
+//     raw with the in-place multiplier 2^(m012 - e3) applied to the accumulator between the
+//     k-steps, or folded when it lies at most 3 binades above; keys fully folded (key prep).
+//     |S| < 2^24 (checked per head against the largest key value 96).
+//   * relu and conversion in one integer max: the bits of max(S, 0) read as a float are exactly
+//     x = S * 2^-149 (subnormal below 2^23, first binade up to 2^24).
+//   * the chain fma(relu(s_h), w_h, acc) runs on x_h with pre-scaled weights w''_h =
+//     w_h * 2^(149 + base_h - 256 - c): every intermediate is the reference's divided by
+//     F_p = 2^(c + fmin_p), exactly, because in both domains every product and sum is a multiple
+//     of 2^-149 (|w''| >= 2^23; the reference's product quantum checked per row against the
+//     request's key exponents), nothing overflows (checked), and rounding is scale-invariant
+//     above 2^-126. The final multiply by F_p is exact.
+// Keys off the folded form (kscale 0) are rescored by the generic route.
+#include <cstdint>
+
+namespace dsa::gpu {
+
+constexpr int kWgmmaTileRows = 4;  // query rows per block: N = 4 x 32 heads
+
+struct DenseWgmmaArgs {
+  const int8_t* qw;         // [nsel][32][128] the wgmma form of the queries (natural head order)
+  const int32_t* qw_mul;    // [nsel][32] in-place multiplier of groups 0-2 (1: none)
+  const float* qw_weight;   // [nsel][32] pre-scaled weights w''
+  const int32_t* qw_shift;  // [nsel] (c + 128) << 23, added to a key scale's bits gives F_p
+  const int32_t* tile_rows; // [ntiles][4] selected rows of one request, -1 where none
+  int ntiles;
+  // The generic route for wide keys (dense_common.cuh).
+  const int8_t* qr;
+  const uint32_t* qexp;
+  const float* qscale;
+  const float* weights;
+  const int8_t* ks;         // [ncols][128] folded keys
+  const int8_t* kr;
+  const uint32_t* kexp;
+  const float* kscale;      // [ncols] 2^(fmin - 128), 0 = not folded
+  const int32_t* sel_len;
+  const int64_t* sel_kcol;
+  int max_len;
+  float* out;
+  int64_t ld;
+};
+
+// Whether the current device runs the wgmma kernel (sm_90); elsewhere every row takes the
+// portable kernel.
+bool dense_wgmma_supported();
+void launch_dense_wgmma(const DenseWgmmaArgs& a);
+
+}  // namespace dsa::gpu
