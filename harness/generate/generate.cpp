@@ -260,6 +260,32 @@ BatchSpec chunk_256k(const GenerateOptions& o) {
   return spec;
 }
 
+// ---- decode: a decode step with multi-token prediction: 64 requests x 2 rows (the last two
+// tokens of each), ragged contexts between half and all of --context (default 131072). Both rows
+// of a request are its tail rows.
+BatchSpec decode(const GenerateOptions& o) {
+  const int requests = positive_or(o, o.requests, 64, "--requests", 1);
+  const int rows = positive_or(o, o.rows_per_request, 2, "--rows-per-request", 1);
+  const int context = positive_or(o, o.context, 131072, "--context", 2);
+  if (rows > context / 2)
+    bad_option(o, o.rows_per_request != -1 ? "--rows-per-request" : "--context",
+               "rows per request (" + std::to_string(rows) + ") exceed half the context (" + std::to_string(context) + ")");
+  check_total_rows(o, requests, rows);
+  BatchSpec spec = base_spec(o, 1);
+  spec.source_layer = kSource;
+  spec.with_tails = true;
+  for (int b = 0; b < requests; ++b) {
+    RequestSpec r;
+    // Ragged and fixed by the request index (a Weyl sequence over [context/2, context]).
+    r.lc = context - int32_t((uint64_t(b) * 2654435761u) % uint64_t(context / 2 + 1));
+    for (int i = 0; i < rows; ++i) r.lengths.push_back(r.lc - rows + 1 + i);
+    r.tail = rows;
+    spec.requests.push_back(r);
+  }
+  spec.layers = ratio1_layers(o, kConsumers4);
+  return spec;
+}
+
 struct Preset {
   const char* name;
   std::function<BatchSpec(const GenerateOptions&)> build;
@@ -267,7 +293,8 @@ struct Preset {
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
-      {"smoke", smoke}, {"edge", edge}, {"edge-r2", edge_r2}, {"sglang-test", sglang_test}, {"chunk-256k", chunk_256k}};
+      {"smoke", smoke},   {"edge", edge}, {"edge-r2", edge_r2}, {"sglang-test", sglang_test}, {"chunk-256k", chunk_256k},
+      {"decode", decode}};
   return all;
 }
 

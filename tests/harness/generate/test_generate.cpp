@@ -381,6 +381,38 @@ TEST_CASE("generate: chunk-256k is one causal chunk (small override)", "[generat
   REQUIRE(b.description.find("rows=100 context=3000") != std::string::npos);
 }
 
+TEST_CASE("generate: decode is ragged requests of 2 tail rows each (small override)", "[generate]") {
+  GenerateOptions o;
+  o.preset = "decode";
+  o.seed = 2;
+  o.context = 4000;
+  o.requests = 9;
+  const Batch b = dsa::generate_batch(o);
+  REQUIRE(b.requests() == 9);
+  REQUIRE(b.rows() == 18);
+  std::set<int> contexts;
+  for (int q = 0; q < 9; ++q) {
+    const int lc = b.compressed_len[size_t(q)];
+    REQUIRE(lc >= 2000);
+    REQUIRE(lc <= 4000);
+    contexts.insert(lc);
+    REQUIRE(b.num_rows[size_t(q)] == 2);
+    REQUIRE(b.tail_rows[size_t(q)] == 2);
+    REQUIRE(b.compress_len[size_t(2 * q)] == lc - 1);
+    REQUIRE(b.compress_len[size_t(2 * q + 1)] == lc);
+  }
+  REQUIRE(contexts.size() >= 8);  // ragged
+  REQUIRE(layer_ids(b) == std::vector<int>{20, 24, 28, 32, 36});
+  GenerateOptions bad = o;
+  bad.rows_per_request = 3000;
+  try {
+    dsa::generate_batch(bad);
+    FAIL("no InputError for 3000 rows per request at context 4000");
+  } catch (const dsa::InputError& e) {
+    REQUIRE(e.dataset() == "--rows-per-request");
+  }
+}
+
 TEST_CASE("generate: overrides apply where meaningful and name the option when not", "[generate]") {
   GenerateOptions o;
   o.preset = "smoke";
