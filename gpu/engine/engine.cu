@@ -422,7 +422,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   valid_len_.resize(size_t(std::max(nsel, 1)));
   blocks_.fill_bytes(kPoisonByteInt, size_t(nsel) * kTopkBlocks);
   valid_len_.fill_bytes(kPoisonByteInt, size_t(nsel));
-  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, blocks_.get(), valid_len_.get());
+  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), valid_len_.get());
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel, nullptr, 1,
                                    kTopkBlocks, 0xA5A5A5A5u) +
@@ -430,7 +430,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
                                        0xA5A5A5A5u),
                   kernel_name("block_topk"));
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4,
-       [&] { launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, blocks_.get(), valid_len_.get()); });
+       [&] { launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), valid_len_.get()); });
 
   out.blocks.assign(size_t(batch.rows()) * kTopkBlocks, kBlockPad);
   store_positions(blocks_, sel_, kTopkBlocks, out.blocks);

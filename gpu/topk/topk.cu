@@ -1,5 +1,6 @@
 #include "gpu/common/check.cuh"
 #include "gpu/topk/radix_topk.cuh"
+#include "gpu/topk/select_topk.cuh"
 #include "gpu/topk/topk.cuh"
 #include "core/constants.hpp"
 
@@ -51,6 +52,22 @@ struct BlockKeyRows {
   const int32_t* L;
   __device__ int len(int row) const { return (L[row] + 7) / 8; }
   __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
+  // kPer keys from first (a multiple of kPer): 16-byte loads when all are valid (ld % 4 == 0).
+  template <int kPer>
+  __device__ void load(int row, int first, int n, uint32_t (&key)[kPer]) const {
+    const float* p = data + int64_t(row) * ld + first;
+    if (first + kPer <= n) {
+#pragma unroll
+      for (int q = 0; q < kPer / 4; ++q) {
+        const float4 v = reinterpret_cast<const float4*>(p)[q];
+        key[4 * q] = order_f32(v.x), key[4 * q + 1] = order_f32(v.y);
+        key[4 * q + 2] = order_f32(v.z), key[4 * q + 3] = order_f32(v.w);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) key[j] = first + j < n ? order_f32(p[j]) : 0u;
+    }
+  }
 };
 
 struct MaskRows {
@@ -64,6 +81,26 @@ struct MaskRows {
     const int64_t drow = dense_row ? dense_row[row] : row;
     const int64_t pos = int64_t(blocks[int64_t(row) * kTopkBlocks + c / kBlockSize]) * kBlockSize + c % kBlockSize;
     return order_f32(dense[drow * ld + pos]);
+  }
+  // 32 candidates from first (a multiple of 32): four blocks of 8 positions, two 16-byte loads
+  // each (ld % 8 == 0; a partial newest block reads past L inside the row and masks it).
+  __device__ void load(int row, int first, int n, uint32_t (&key)[32]) const {
+    const int64_t drow = dense_row ? dense_row[row] : row;
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      const int c0 = first + 8 * g;
+      if (c0 >= n) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) key[8 * g + e] = 0u;
+        continue;
+      }
+      const int64_t pos = int64_t(blocks[int64_t(row) * kTopkBlocks + c0 / kBlockSize]) * kBlockSize;
+      const float4* p = reinterpret_cast<const float4*>(dense + drow * ld + pos);
+      const float4 a = p[0], b = p[1];
+      const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) key[8 * g + e] = c0 + e < n ? order_f32(v[e]) : 0u;
+    }
   }
 };
 
@@ -112,12 +149,19 @@ int launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrow
   return count;
 }
 
-void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int32_t* blocks,
-                       int32_t* valid_len) {
+void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
+                       int32_t* blocks, int32_t* valid_len) {
   if (nrows == 0) return;
-  radix_topk_kernel<32><<<nrows, kTopkThreads>>>(BlockKeyRows{keys, ld, len}, Identity{}, kTopkBlocks,
-                                                  kBlockPad, blocks);
-  DSA_LAUNCH_CHECK("radix_topk_kernel<blocks>");
+  constexpr int kPer = 64;  // block keys per thread: rows of up to 32768 blocks (262144 positions)
+  if ((int64_t(max_len) + 7) / 8 <= int64_t(kPer) * kSelectThreads) {
+    select_topk_kernel<32, kPer><<<nrows, kSelectThreads>>>(BlockKeyRows{keys, ld, len}, Identity{}, kTopkBlocks,
+                                                            kBlockPad, blocks);
+    DSA_LAUNCH_CHECK("select_topk_kernel<blocks>");
+  } else {
+    radix_topk_kernel<32><<<nrows, kTopkThreads>>>(BlockKeyRows{keys, ld, len}, Identity{}, kTopkBlocks,
+                                                    kBlockPad, blocks);
+    DSA_LAUNCH_CHECK("radix_topk_kernel<blocks>");
+  }
   valid_len_kernel<<<(nrows + 255) / 256, 256>>>(len, nrows, valid_len);
   DSA_LAUNCH_CHECK("valid_len_kernel");
 }
@@ -125,9 +169,10 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
 void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, const int32_t* blocks,
                       const int32_t* valid_len, int nrows, int k, int32_t* out) {
   if (nrows == 0) return;
-  radix_topk_kernel<32><<<nrows, kTopkThreads>>>(MaskRows{dense, ld, dense_row, blocks, valid_len},
-                                                  PageTransform{blocks}, k, -1, out);
-  DSA_LAUNCH_CHECK("radix_topk_kernel<mask>");
+  static_assert(kCandidateWidth == 32 * kSelectThreads, "one row of candidates fills the block's registers");
+  select_topk_kernel<32, 32><<<nrows, kSelectThreads>>>(MaskRows{dense, ld, dense_row, blocks, valid_len},
+                                                        PageTransform{blocks}, k, -1, out);
+  DSA_LAUNCH_CHECK("select_topk_kernel<mask>");
 }
 
 }  // namespace dsa::gpu

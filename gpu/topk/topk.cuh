@@ -11,8 +11,9 @@ void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int n
 
 // keys [nrows][ld] (ceil(L/8) per row) -> blocks [nrows][2048] ascending, INT32_MAX padding,
 // and valid_len [nrows].
-void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int32_t* blocks,
-                       int32_t* valid_len);
+// max_len: the longest row (rows of up to 262144 positions take the register-resident kernel).
+void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
+                       int32_t* blocks, int32_t* valid_len);
 
 // Mask path, level two: candidate column c < valid_len[i] of table row i has position
 // blocks[i][c/8]*8 + c%8, ranked by dense[dense_row[i]][position]; out [nrows][k] positions
