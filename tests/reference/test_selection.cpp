@@ -114,6 +114,32 @@ TEST_CASE("level one beyond 2048 blocks: largest keys, newest kept, ties to smal
   CHECK(std::find(l1.blocks.begin(), l1.blocks.end(), 2046) == l1.blocks.end());
 }
 
+// docs/semantics.md, "The own top-k lies in the published blocks": for k <= 2047 every position
+// of the source's own top-k lies in a kept block, so the top-k over the candidate columns is the
+// top-k of the whole row. Checked on rows built to stress the tie rule.
+TEST_CASE("the source's own top-512 lies in the level-one blocks, ties included") {
+  std::mt19937_64 rng(5);
+  const int64_t L = 8 * 4000 + 3;  // 4001 blocks, a partial newest one
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<float> s(static_cast<size_t>(L));
+    const int distinct = trial < 4 ? 1 : trial < 8 ? 3 : 200;  // all tied, few values, many
+    for (float& v : s) v = float(int(rng() % uint64_t(distinct)));
+    if (trial % 2 == 1)  // block keys tie while positions inside blocks differ
+      for (int64_t p = 0; p < L; p += 8) s[size_t(p)] = float(distinct);
+    const LevelOne l1 = level_one(s.data(), L);
+    const std::vector<int32_t> own = source_topk(s.data(), L, 512);
+    REQUIRE(own.size() == 512);
+    for (int32_t p : own) {
+      INFO("trial " << trial << " position " << p);
+      CHECK(std::binary_search(l1.blocks.begin(), l1.blocks.end(), p / 8));
+    }
+    // The top-512 over the candidates equals the whole row's.
+    std::vector<float> cand;
+    for (int32_t p : candidate_positions(l1)) cand.push_back(s[size_t(p)]);
+    CHECK(level_two_mask(l1, cand.data(), 512) == own);
+  }
+}
+
 TEST_CASE("level one in fp64 uses the same rule") {
   std::vector<double> s(8 * 2100, 1.0);
   for (int p = 0; p < 8; ++p) s[size_t(p)] = 0.0;  // block 0 smallest
