@@ -2,7 +2,7 @@
 // built in memory, gpu-sparse and gpu-mask against the reference of their own path (validity,
 // tie-aware exactness, bitwise scores: all 100 %), gpu-sparse against gpu-mask by the public
 // test's rule, and the per-kernel timing table. Environment:
-//   DSA_CHECK_PRESET  smoke | edge | edge-r2 | sglang-test | chunk-256k   (default smoke)
+//   DSA_CHECK_PRESET  smoke | edge | edge-r2 | sglang-test | chunk-256k | decode  (default smoke)
 //   DSA_CHECK_ROWS    N: N sampled rows (plus shortest and longest), default all rows
 //   DSA_CHECK_TIMING  1: also time every kernel over all rows (no reference, no scores)
 //   DSA_CHECK_TABLE   file to write the timing table to (Markdown)
