@@ -53,6 +53,25 @@ __global__ void key_prep_kernel(KeyPrepArgs a) {
                               a.kr + col * 128, a.kexp + col, 3);
 }
 
+// Group g (32 dims) of a packed vector as int8 2*values shifted left by `shift` (<= 3) into
+// out[32 g ..]; returns the sum of their magnitudes.
+__device__ int fold_group(const uint8_t* payload, int g, int shift, int8_t* out) {
+  const Fp4Lut lut = fp4_lut(shift);
+  uint32_t v[8];
+  for (int w = 0; w < 4; ++w) {
+    uint32_t word;
+    memcpy(&word, payload + 16 * g + 4 * w, 4);
+    unpack8(word, lut, v[2 * w], v[2 * w + 1]);
+  }
+  int sum = 0;
+  for (int w = 0; w < 8; ++w)
+    for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
+  uint4* d = reinterpret_cast<uint4*>(out + 32 * g);
+  d[0] = make_uint4(v[0], v[1], v[2], v[3]);
+  d[1] = make_uint4(v[4], v[5], v[6], v[7]);
+  return sum;
+}
+
 // The split form of one query head (fp4_mma.cuh, "the split route"): groups 0-2 shifted to
 // their minimum exponent, group 3 raw, multipliers {mA, mB}. Returns whether the head can take
 // the route: groups 0-2 within 3 binades and |S| < 2^23 for any key (key values <= 96).
@@ -66,22 +85,8 @@ __device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8
   const int ma = shape_ok ? 1 << (m012 - base) : 0, mb = shape_ok ? 1 << (e[3] - base) : 0;
   *mul = make_int2(ma, mb);
   int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
-  for (int g = 0; g < 4; ++g) {
-    const Fp4Lut lut = fp4_lut(g < 3 && shape_ok ? e[g] - m012 : 0);
-    uint32_t v[8];
-    for (int w = 0; w < 4; ++w) {
-      uint32_t word;
-      memcpy(&word, payload + 16 * g + 4 * w, 4);
-      unpack8(word, lut, v[2 * w], v[2 * w + 1]);
-    }
-    int sum = 0;
-    for (int w = 0; w < 8; ++w)
-      for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
-    bound += int64_t(sum) * (g < 3 ? ma : mb);
-    uint4* d = reinterpret_cast<uint4*>(out + 32 * g);
-    d[0] = make_uint4(v[0], v[1], v[2], v[3]);
-    d[1] = make_uint4(v[4], v[5], v[6], v[7]);
-  }
+  for (int g = 0; g < 4; ++g)
+    bound += int64_t(fold_group(payload, g, g < 3 && shape_ok ? e[g] - m012 : 0, out)) * (g < 3 ? ma : mb);
   return shape_ok && bound * 96 < (int64_t(1) << 23);
 }
 
@@ -101,20 +106,7 @@ __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8
   int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
   for (int g = 0; g < 4; ++g) {
     const int shift = !shape_ok ? 0 : g < 3 ? e[g] - m012 : g3_raw ? 0 : e[3] - m012;
-    const Fp4Lut lut = fp4_lut(shift);
-    uint32_t v[8];
-    for (int w = 0; w < 4; ++w) {
-      uint32_t word;
-      memcpy(&word, payload + 16 * g + 4 * w, 4);
-      unpack8(word, lut, v[2 * w], v[2 * w + 1]);
-    }
-    int sum = 0;
-    for (int w = 0; w < 8; ++w)
-      for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
-    bound += int64_t(sum) * (g < 3 ? *mul : 1);
-    uint4* d = reinterpret_cast<uint4*>(out + 32 * g);
-    d[0] = make_uint4(v[0], v[1], v[2], v[3]);
-    d[1] = make_uint4(v[4], v[5], v[6], v[7]);
+    bound += int64_t(fold_group(payload, g, shift, out)) * (g < 3 ? *mul : 1);
   }
   return shape_ok && bound * 96 < (int64_t(1) << 24);
 }
