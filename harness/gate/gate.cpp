@@ -28,24 +28,42 @@ std::string pct(double fraction) {
   return s.str();
 }
 
-void add(GateResult& out, GateKind kind, const std::string& subject, const std::string& detail) {
-  out.findings.push_back({kind, subject, detail});
+void add(GateResult& out, GateKind kind, const std::string& subject, const std::string& detail,
+         const std::string& rerun = "") {
+  out.findings.push_back({kind, subject, detail, rerun});
+}
+
+// The rerun command of the current run's case of one kernel: its own layer's case, else any case
+// of that implementation on that batch (a kernel may span layers).
+std::string rerun_of(const Report& cur, const ImplRun& run, const KernelFigure& k) {
+  const CaseResult* any = nullptr;
+  for (const CaseResult& c : cur.cases) {
+    if (c.batch_id != run.batch_id || c.impl != run.impl) continue;
+    if (c.layer == k.layer) return c.rerun;
+    if (!any) any = &c;
+  }
+  return any ? any->rerun : "";
 }
 
 // Correctness of one case of the current run on its own terms.
 void check_thresholds(const CaseResult& c, const GateConfig& cfg, GateResult& out) {
   if (c.verdict == Disposition::incorrect)
-    add(out, GateKind::correctness, c.id, "incorrect: " + c.failed_metric + (c.message.empty() ? "" : "; " + c.message));
+    add(out, GateKind::correctness, c.id, "incorrect: " + c.failed_metric + (c.message.empty() ? "" : "; " + c.message),
+        c.rerun);
   for (const CaseComparison& cmp : c.comparisons) {
     if (cmp.rule == Rule::quality) continue;  // quality against fp64 is informational
-    for (const LayerComparison& part : cmp.parts)
+    for (const LayerComparison& part : cmp.parts) {
+      // Which comparison: one case is checked against several references.
+      const std::string where = std::string(rule_name(cmp.rule)) + " vs " + cmp.against + ", " + part.layer + ": ";
       for (const Record& r : part.records) {
         if (name_is(r.name, "validity") && r.value < cfg.validity_min)
-          add(out, GateKind::correctness, c.id, part.layer + " " + r.name + " " + pct(r.value) + " < " + pct(cfg.validity_min));
+          add(out, GateKind::correctness, c.id, where + r.name + " " + pct(r.value) + " < " + pct(cfg.validity_min),
+              c.rerun);
         if (name_is(r.name, "floor.violating_rows") && r.value > cfg.max_floor_violations)
           add(out, GateKind::correctness, c.id,
-              part.layer + " " + std::to_string(int64_t(r.value)) + " row(s) violate the selection floor");
+              where + std::to_string(int64_t(r.value)) + " row(s) violate the selection floor", c.rerun);
       }
+    }
   }
 }
 
@@ -67,7 +85,8 @@ void check_agreement(const CaseResult& base, const CaseResult& cur, const GateCo
         if (r.value < it->second - cfg.agreement_margin)
           add(out, GateKind::correctness, cur.id,
               std::string(rule_name(cmp.rule)) + " " + part.layer + " " + r.name + " fell from " + pct(it->second) +
-                  " to " + pct(r.value) + " (margin " + pct(cfg.agreement_margin) + ")");
+                  " to " + pct(r.value) + " (margin " + pct(cfg.agreement_margin) + ")",
+              cur.rerun);
       }
 }
 
@@ -90,7 +109,7 @@ void check_cases(const Report& base, const Report& cur, const GateConfig& cfg, G
 
 // Latency: judged against the spread of both runs, never on medians alone.
 void check_kernel(const std::string& subject, const KernelFigure& b, const KernelFigure& c, const GateConfig& cfg,
-                  GateResult& out) {
+                  const std::string& rerun, GateResult& out) {
   ++out.kernels_compared;
   const double ratio = b.median_ms > 0 ? c.median_ms / b.median_ms : 1.0;
   std::ostringstream d;
@@ -100,29 +119,32 @@ void check_kernel(const std::string& subject, const KernelFigure& b, const Kerne
   const double delta = c.median_ms - b.median_ms;
   if (std::fabs(ratio - 1) <= cfg.min_effect || std::fabs(delta) <= cfg.min_abs_ms)
     add(out, GateKind::ok, subject, d.str() + ": no change");
-  else if (c.min_ms > b.max_ms) add(out, GateKind::regression, subject, d.str() + ": slower beyond the noise");
-  else if (c.max_ms < b.min_ms) add(out, GateKind::ok, subject, d.str() + ": faster beyond the noise");
+  else if (c.min_ms > b.max_ms) {
+    // How far beyond the noise: the fastest sample now against the slowest sample before.
+    d << ": slower beyond the noise (fastest now " << c.min_ms - b.max_ms << " ms above the baseline's slowest)";
+    add(out, GateKind::regression, subject, d.str(), rerun);
+  } else if (c.max_ms < b.min_ms) add(out, GateKind::ok, subject, d.str() + ": faster beyond the noise");
   // Inside the noise: a possible regression cannot be told apart from noise; a lower median
   // cannot be a regression, and is not called faster either.
-  else if (delta > 0) add(out, GateKind::inconclusive, subject, d.str() + ": inside the noise of the two runs");
+  else if (delta > 0) add(out, GateKind::inconclusive, subject, d.str() + ": inside the noise of the two runs", rerun);
   else add(out, GateKind::ok, subject, d.str() + ": inside the noise of the two runs, not a regression");
 }
 
 void check_latency(const Report& base, const Report& cur, const GateConfig& cfg, GateResult& out) {
-  std::map<std::string, const KernelFigure*> current;
+  std::map<std::string, std::pair<const ImplRun*, const KernelFigure*>> current;
   auto name = [](const ImplRun& run, const KernelFigure& k) {
     return run.impl + " " + k.kernel + " @" + k.layer + " [" + run.batch_id + "]";
   };
   for (const ImplRun& run : cur.runs)
-    for (const KernelFigure& k : run.kernels) current[name(run, k)] = &k;
+    for (const KernelFigure& k : run.kernels) current[name(run, k)] = {&run, &k};
   for (const ImplRun& run : base.runs)
     for (const KernelFigure& k : run.kernels) {
       const std::string subject = name(run, k);
       auto it = current.find(subject);
       if (it == current.end()) add(out, GateKind::inconclusive, subject, "timed in the baseline but not in the current run");
       // One sample has no spread to judge a change against (CPU stage timings): not judged.
-      else if (k.samples < 2 || it->second->samples < 2) add(out, GateKind::ok, subject, "one sample: not judged");
-      else check_kernel(subject, k, *it->second, cfg, out);
+      else if (k.samples < 2 || it->second.second->samples < 2) add(out, GateKind::ok, subject, "one sample: not judged");
+      else check_kernel(subject, k, *it->second.second, cfg, rerun_of(cur, *it->second.first, k), out);
     }
   // A kernel timed only now has nothing to be judged against: a 10x slower one must not pass.
   std::set<std::string> before;
@@ -131,7 +153,8 @@ void check_latency(const Report& base, const Report& cur, const GateConfig& cfg,
   for (const ImplRun& run : cur.runs)
     for (const KernelFigure& k : run.kernels)
       if (k.samples >= 2 && !before.count(name(run, k)))
-        add(out, GateKind::inconclusive, name(run, k), "timed in the current run but not in the baseline");
+        add(out, GateKind::inconclusive, name(run, k), "timed in the current run but not in the baseline",
+            rerun_of(cur, run, k));
 }
 
 // Whole implementation runs present on one side only (a GPU run missing from the baseline).
@@ -241,6 +264,7 @@ std::string gate_text(const GateResult& result) {
       continue;
     }
     s << gate_kind_name(f.kind) << ": " << f.subject << ": " << f.detail << "\n";
+    if (!f.rerun.empty()) s << "  rerun: " << f.rerun << "\n";
   }
   const char* verdict = exit_code_name(ExitCode(result.exit_code));
   s << "gate: " << verdict << " (exit " << result.exit_code << "): " << result.cases_compared << " case(s) and "

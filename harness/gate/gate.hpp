@@ -33,6 +33,7 @@ struct GateFinding {
   GateKind kind = GateKind::ok;
   std::string subject;  // case ID or "impl kernel @layer [batch]"
   std::string detail;
+  std::string rerun;    // the command that reruns the current run's case behind it ("" when none)
 };
 
 struct GateResult {
@@ -43,7 +44,7 @@ struct GateResult {
 
 GateResult run_gate(const Report& baseline, const Report& current, const GateConfig& config);
 
-// Readable lines: one per finding that is not ok, then a summary line.
+// Readable lines: one per finding that is not ok (and its rerun command), then a summary line.
 std::string gate_text(const GateResult& result);
 
 }  // namespace dsa
