@@ -26,14 +26,17 @@ cmake_ok() {
 python_headers() {  # the Python.h of that interpreter (a venv's: its base Python's)
   "$1" -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" >/dev/null 2>&1
 }
-python_ready() {
+test_python() {  # prints the first Python with every module and Python.h
   local py imports
   imports=$(IFS=,; echo "${python_modules[*]}")
   for py in python3 /usr/bin/python3; do
-    command -v "$py" >/dev/null 2>&1 && "$py" -c "import $imports" >/dev/null 2>&1 && python_headers "$py" && return 0
+    command -v "$py" >/dev/null 2>&1 && "$py" -c "import $imports" >/dev/null 2>&1 && python_headers "$py" &&
+      { echo "$py"; return 0; }
   done
   return 1
 }
+python_ready() { test_python >/dev/null; }
+yaml_ready() { local py; py=$(test_python) && "$py" -c "import yaml" >/dev/null 2>&1; }
 
 check_tools() {
   blocking=()
@@ -70,6 +73,9 @@ check_extras() {
     done
     [[ -n $py ]] && python_headers "$py" || optional+=("Python.h (the bindings' build)|python3-dev")
   fi
+  # examples/ci's test reads the GitHub workflow with yaml, in the Python that runs the tests;
+  # without it that one test skips (exit 77) and says why.
+  yaml_ready || optional+=("Python module yaml (examples/ci test)|python3-yaml")
   if [[ "${DSA_WITH_BROWSER:-0}" == 1 && ! -x /usr/bin/chromium ]]; then
     optional+=("/usr/bin/chromium (HTML report tests)|chromium")
   fi
