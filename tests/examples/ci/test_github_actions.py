@@ -16,49 +16,37 @@ replace the baseline.
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-try:
-    import yaml  # Debian: python3-yaml (tools/install-deps.sh)
-except ImportError:
-    yaml = None
+from ci_recipe import CPU_IMPLS, MUTANT, clean_env, corpus_overrides, load_recipe, rerun_line
 
-SOURCE = Path(os.environ.get("DSA_SOURCE_DIR", Path(__file__).resolve().parents[3]))
-WORKFLOW = SOURCE / "examples/ci/github-actions.yml"
-BINARY = Path(os.environ["DSA_BINARY"])
-CPU_IMPLS = "reference-sparse,reference-mask"
-MUTANT = "mutant:newest-not-forced"
 SKIPPED_RUN_STEPS = {"build": "the binary under test (DSA_BINARY) is on PATH instead"}
 
 
 def load_workflow():
-    if yaml is None:
-        pytest.exit("skipped: no Python module yaml (Debian package python3-yaml) to read the workflow", returncode=77)
-    with open(WORKFLOW) as f:
-        wf = yaml.safe_load(f)
+    path, wf = load_recipe("github-actions.yml")
     jobs = wf["jobs"]
-    assert len(jobs) == 1, f"{WORKFLOW}: expected one job, found {list(jobs)}"
-    assert wf["defaults"]["run"]["shell"] == "bash", f"{WORKFLOW}: defaults.run.shell must be bash"
+    assert len(jobs) == 1, f"{path}: expected one job, found {list(jobs)}"
+    assert wf["defaults"]["run"]["shell"] == "bash", f"{path}: defaults.run.shell must be bash"
     return wf, next(iter(jobs.values()))
 
 
 def base_env(workspace, summary):
-    env = {k: os.environ[k] for k in ("HOME", "LANG", "TMPDIR", "DSA_MEMORY_BUDGET") if k in os.environ}
-    env.update(PATH=f"{BINARY.parent}{os.pathsep}{os.environ['PATH']}", CI="true", GITHUB_ACTIONS="true",
-               GITHUB_WORKSPACE=str(workspace), GITHUB_STEP_SUMMARY=str(summary), RUNNER_TEMP=str(workspace.parent))
+    env = clean_env(workspace)
+    env.update(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(workspace), GITHUB_STEP_SUMMARY=str(summary),
+               RUNNER_TEMP=str(workspace.parent))
     return env
 
 
 def step_env(wf, job, step, exported, overrides):
     env = {**(wf.get("env") or {}), **(job.get("env") or {}), **(step.get("env") or {})}
     clash = set(exported) & set(env)
-    assert not clash, f"{WORKFLOW}: {clash} both in an env: block and written to GITHUB_ENV (precedence is unclear)"
+    assert not clash, f"github-actions.yml: {clash} both in an env: block and written to GITHUB_ENV (precedence is unclear)"
     env.update(exported)
     env.update(overrides)
     unresolved = {k: v for k, v in env.items() if "${{" in str(v)}
-    assert not unresolved, f"{WORKFLOW}: the test must set these expressions' values: {unresolved}"
+    assert not unresolved, f"github-actions.yml: the test must set these expressions' values: {unresolved}"
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in env.items()}
 
 
@@ -83,8 +71,8 @@ def run_workflow(tmp, name, overrides, baseline=None):
         if step.get("id") in SKIPPED_RUN_STEPS:
             print(f"[{name}] {label}: skipped ({SKIPPED_RUN_STEPS[step['id']]})")
             continue
-        assert "if" not in step, f"{WORKFLOW}: run: step {label} has an if: (conditions belong in the script)"
-        assert "${{" not in step["run"], f"{WORKFLOW}: run: step {label} pastes an expression into the script"
+        assert "if" not in step, f"github-actions.yml: run: step {label} has an if: (conditions belong in the script)"
+        assert "${{" not in step["run"], f"github-actions.yml: run: step {label} pastes an expression into the script"
         files = {k: tmp / name / f"{k.lower()}-{i}" for k in ("GITHUB_ENV", "GITHUB_PATH")}
         script = tmp / name / f"step-{i}.sh"
         script.write_text(step["run"])
@@ -107,8 +95,7 @@ def run_workflow(tmp, name, overrides, baseline=None):
 
 
 def overrides(promote, impls=CPU_IMPLS):
-    return {"DSA_IMPLS": impls, "DSA_CORPUS": str(SOURCE / "fixtures"), "DSA_PROMOTE": "true" if promote else "false",
-            "DSA_REFRESH": "false"}
+    return {**corpus_overrides(impls), "DSA_PROMOTE": "true" if promote else "false", "DSA_REFRESH": "false"}
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +159,7 @@ def test_planted_defect_on_the_default_branch_fails_and_keeps_the_baseline(tmp, 
     assert f"/{MUTANT}/" in gate_md and "CORRECTNESS FAILURE (exit 1)" in summary
     assert "<failure" in (report_dir(workspace) / "junit.xml").read_text()
     # The rerun line gate.md gives reproduces the failure on its own.
-    rerun = next(line for line in gate_md.splitlines() if line.startswith("dsa-harness replay") and MUTANT in line)
+    rerun = rerun_line(gate_md, MUTANT)
     print(f"rerun: {rerun}")
     proc = subprocess.run(rerun + " -o rerun", shell=True, cwd=workspace, env=base_env(workspace, tmp / "unused.md"),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
