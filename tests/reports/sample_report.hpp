@@ -122,4 +122,15 @@ inline Report sample_report(double scale = 1.0, bool failing = false, uint64_t s
   return r;
 }
 
+// `r` with every kernel's samples moved by `factor` (median, min and max alike).
+inline Report with_kernels_scaled(Report r, double factor) {
+  for (ImplRun& run : r.runs)
+    for (KernelFigure& k : run.kernels) {
+      k.median_ms *= factor;
+      k.min_ms *= factor;
+      k.max_ms *= factor;
+    }
+  return r;
+}
+
 }  // namespace dsa::test

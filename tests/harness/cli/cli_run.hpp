@@ -27,6 +27,13 @@ inline std::string binary() {
   return other && *other ? other : DSA_BINARY;
 }
 
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 inline CliResult cli(const std::string& args, const std::string& env = "") {
   const std::string out = (std::filesystem::temp_directory_path() / ("dsa-cli-out-" + std::to_string(::getpid()))).string();
   const auto start = std::chrono::steady_clock::now();
@@ -34,10 +41,7 @@ inline CliResult cli(const std::string& args, const std::string& env = "") {
   CliResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(out);
-  std::stringstream s;
-  s << in.rdbuf();
-  r.output = s.str();
+  r.output = read_text(out);
   std::remove(out.c_str());
   return r;
 }

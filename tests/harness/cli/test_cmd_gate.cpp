@@ -10,17 +10,6 @@
 
 using namespace dsa::test;
 
-namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 TEST_CASE("gate CLI: gate.md goes beside --current, or into -o DIR") {
   Scratch dir("gate-md");
   std::filesystem::create_directories(dir.sub("base"));
@@ -31,7 +20,7 @@ TEST_CASE("gate CLI: gate.md goes beside --current, or into -o DIR") {
   CliResult r = cli(args);
   INFO(r.output);
   CHECK(r.code == 1);
-  const std::string md = slurp(dir.sub("cur/gate.md"));
+  const std::string md = read_text(dir.sub("cur/gate.md"));
   CHECK(has(md, "## dsa-harness gate: CORRECTNESS FAILURE (exit 1)"));
   CHECK(has(md, "--case bbbbbbbbbbbbbbbb/gpu-sparse/24"));
   CHECK(has(r.output, "gate.md: " + dir.sub("cur") + "/gate.md"));
@@ -40,7 +29,7 @@ TEST_CASE("gate CLI: gate.md goes beside --current, or into -o DIR") {
 
   r = cli(args + " -o " + dir.sub("out/pr"));
   CHECK(r.code == 1);
-  CHECK(slurp(dir.sub("out/pr/gate.md")) == md);
+  CHECK(read_text(dir.sub("out/pr/gate.md")) == md);
 
   std::ofstream(dir.sub("file")) << "not a folder";
   r = cli(args + " -o " + dir.sub("file/sub"));

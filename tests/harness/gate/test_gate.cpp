@@ -15,19 +15,9 @@
 #include "tests/reports/sample_report.hpp"
 
 using namespace dsa;
+using test::with_kernels_scaled;
 
 namespace {
-
-// Moves every kernel's samples by `factor` (median, min and max alike).
-Report with_kernels_scaled(Report r, double factor) {
-  for (ImplRun& run : r.runs)
-    for (KernelFigure& k : run.kernels) {
-      k.median_ms *= factor;
-      k.min_ms *= factor;
-      k.max_ms *= factor;
-    }
-  return r;
-}
 
 Record* find_record(Report& r, const std::string& name) {
   for (CaseResult& c : r.cases)

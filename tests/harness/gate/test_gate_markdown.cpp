@@ -11,16 +11,6 @@ namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-Report scaled(Report r, double factor) {
-  for (ImplRun& run : r.runs)
-    for (KernelFigure& k : run.kernels) {
-      k.median_ms *= factor;
-      k.min_ms *= factor;
-      k.max_ms *= factor;
-    }
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("gate.md: a pass says so and lists no finding") {
@@ -45,7 +35,7 @@ TEST_CASE("gate.md: a correctness failure names the case, the metric and its rer
 }
 
 TEST_CASE("gate.md: a regression says by how much, against the noise of both runs") {
-  const Report base = test::sample_report(), cur = scaled(base, 1.25);
+  const Report base = test::sample_report(), cur = test::with_kernels_scaled(base, 1.25);
   const std::string md = gate_markdown(run_gate(base, cur, GateConfig{}), base, cur);
   INFO(md);
   CHECK(has(md, "PERFORMANCE REGRESSION (exit 2)"));
