@@ -6,6 +6,8 @@
 # Only what is really missing is installed, with apt-get. Where that is impossible (no apt-get,
 # not root and no sudo, no network) it names exactly what is missing, and stops (exit 4) only
 # when the build cannot proceed. Idempotent: on a ready machine it installs nothing.
+# Opt-in extras (CI sets both): DSA_WITH_BROWSER=1 adds chromium (the HTML report tests),
+# DSA_WITH_SLURM=1 Slurm and munge (test_slurm_array; without them that test is skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,6 +80,13 @@ check_extras() {
   yaml_ready || optional+=("Python module yaml (examples/ci test)|python3-yaml")
   if [[ "${DSA_WITH_BROWSER:-0}" == 1 && ! -x /usr/bin/chromium ]]; then
     optional+=("/usr/bin/chromium (HTML report tests)|chromium")
+  fi
+  if [[ "${DSA_WITH_SLURM:-0}" == 1 ]]; then  # test_slurm_array's one-node cluster
+    local program package
+    for program in munged:munge slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client; do
+      package=${program#*:} program=${program%:*}
+      PATH=$PATH:/usr/sbin command -v "$program" >/dev/null 2>&1 || optional+=("$program (Slurm test)|$package")
+    done
   fi
 }
 

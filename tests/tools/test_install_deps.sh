@@ -25,7 +25,7 @@ chmod +x "$stubs"/* "$elsewhere/cmake"
 
 sandbox() {  # runs install-deps.sh with the stubs (and $front before all); output in $tmp/out, exit code echoed
   local rc=0
-  env -u DSA_WITH_BROWSER PATH="${front:+$front:}$stubs:$elsewhere:$PATH" "$@" "$repo/tools/install-deps.sh" >"$tmp/out" 2>&1 || rc=$?
+  env -u DSA_WITH_BROWSER -u DSA_WITH_SLURM PATH="${front:+$front:}$stubs:$elsewhere:$PATH" "$@" "$repo/tools/install-deps.sh" >"$tmp/out" 2>&1 || rc=$?
   echo "$rc"
 }
 
