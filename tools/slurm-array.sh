@@ -104,7 +104,10 @@ submit() {
   merge=${merge%%;*}
   echo "slurm-array: array job $array ($tasks tasks, ${request[*]}), logs $out/replay-${array}_*.log"
   echo "slurm-array: merge job $merge (after the array), report $out/merged"
-  ((gpus > 0)) || echo "slurm-array: note: no GPU asked for (DSA_SLURM_GPUS=0); GPU implementations will be reported not run"
+  if ((gpus == 0)) && [[ " $* " != *" --impl"* ]]; then
+    echo "slurm-array: note: no GPU asked for (DSA_SLURM_GPUS=0): the GPU implementations will be reported not run" \
+         "(--impl reference-sparse,reference-mask,reference-exact says so)"
+  fi
 }
 
 (($# >= 2)) || fail "$usage"
