@@ -20,7 +20,7 @@ fail() { echo "test_slurm_array: FAILED: $*" >&2; exit 1; }
 
 PATH=$PATH:/usr/sbin  # the daemons, where a user's PATH lacks it
 missing=()
-for p in munged slurmctld slurmd sbatch scontrol sinfo scancel; do
+for p in munged slurmctld slurmd sbatch scontrol sinfo squeue scancel; do
   command -v "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
