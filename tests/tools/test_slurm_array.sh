@@ -69,7 +69,7 @@ write_slurm_conf() {
   local ports host
   # Two free ports, so a real Slurm on this machine (or a second run of this test) is left alone.
   ports=$(python3 -c 'import socket; s = [socket.socket() for _ in range(2)]; [x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')
-  host=$(hostname -s)
+  host=$(uname -n | cut -d. -f1)  # the short name, as slurmctld and slurmd compare it
   mkdir -m 700 "$tmp/state" "$tmp/spool"
   : >"$tmp/plugstack.conf"
   cat >"$SLURM_CONF" <<EOF
