@@ -63,7 +63,7 @@ def main():
     # Stand-in for the engine's own kernel: its blocks (source layer) and positions per layer.
     engine = dsa_harness.run(dsa_harness.Batch.from_arrays(**tensors), impl="reference-sparse")
     results = {"blocks": engine.blocks, "positions": engine.positions,
-               "tail_positions": engine.tail_positions, "implementation": "example engine"}
+               "tail_positions": engine.tail_positions, "implementation": "example engine", "device": "cpu"}
     batch = dsa_harness.capture("example.h5", outputs={"engine": results},
                                 description="examples/capture_example.py: a synthetic chunk", **tensors)
     print(f"wrote example.h5: {batch.requests} requests, {batch.rows} rows, layers {batch.layer_ids}, "
