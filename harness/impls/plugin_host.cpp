@@ -188,17 +188,7 @@ class Host {
         t.median_ms > t.max_ms)
       fail("malformed timings: entry " + std::to_string(index) + " ('" + t.kernel +
            "') needs a name, samples >= 1 and 0 <= min_ms <= median_ms <= max_ms");
-    KernelTiming k;
-    k.kernel = t.kernel;
-    k.layer = t.layer[0] ? t.layer : "all";
-    k.calls = t.calls;
-    k.samples = t.samples;
-    k.median_ms = t.median_ms;
-    k.min_ms = t.min_ms;
-    k.max_ms = t.max_ms;
-    k.flops = t.flops;
-    k.bytes = t.bytes;
-    return k;
+    return {t.kernel, t.layer[0] ? t.layer : "all", t.calls, t.samples, t.median_ms, t.min_ms, t.max_ms, t.flops, t.bytes};
   }
 
   const std::string library_;
