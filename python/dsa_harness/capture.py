@@ -3,7 +3,7 @@ file (format v1), optionally with the engine's own picks as recorded outputs."""
 import numpy as np
 
 from . import _core
-from .arrays import to_numpy
+from .arrays import to_int32
 from .batch import Batch
 from .outputs import Outputs
 
@@ -20,7 +20,11 @@ def _as_outputs(name, value, rows):
     rows_done = value.get("rows_done")
     if rows_done is None:  # an engine computes every row of its chunk
         rows_done = np.ones(rows, dtype=np.uint8)
-    return Outputs(name, rows_done, value.get("blocks"), value.get("positions"), value.get("tail_positions"),
+    group = f"capture: /outputs/{name}"
+    blocks = value.get("blocks")
+    positions = {k: to_int32(v, f"{group}/{k}/positions") for k, v in (value.get("positions") or {}).items()}
+    tails = {k: to_int32(v, f"{group}/{k}/tail_positions") for k, v in (value.get("tail_positions") or {}).items()}
+    return Outputs(name, rows_done, None if blocks is None else to_int32(blocks, f"{group}/blocks"), positions, tails,
                    implementation=value.get("implementation", ""), device=value.get("device", ""),
                    notes=value.get("notes", ""))
 
@@ -33,8 +37,8 @@ def capture(path, *, outputs=None, **arrays):
     compress_len, pool, layers, tail_rows, topk, source_layer, compress_ratio, description;
     origin defaults to "captured"). `outputs` = {NAME: results} records the engine's own
     results under /outputs/NAME, replayable with `--impl recorded:NAME`; results are an Outputs
-    or a dict with "blocks" [R, 2048] int32 (source layer's level one), "positions"
-    {layer: [R, topk] int32}, optionally "tail_positions", "rows_done" (default: every row),
+    or a dict with "blocks" [R, 2048] (source layer's level one), "positions"
+    {layer: [R, topk]} (any integer dtype whose values fit int32, e.g. torch.topk's int64), optionally "tail_positions", "rows_done" (default: every row),
     "implementation", "device", "notes". Every rule is checked before anything is written;
     a broken one raises InputError naming the dataset."""
     arrays.setdefault("origin", "captured")

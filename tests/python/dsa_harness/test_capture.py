@@ -90,6 +90,17 @@ def test_broken_engine_results_are_refused(arrays, tmp_path, broken, message):
     assert not (tmp_path / "x.h5").exists()
 
 
+def test_int64_picks_as_torch_topk_returns_them(arrays, tmp_path):
+    picks = dsa_harness.run(dsa_harness.Batch.from_arrays(**arrays), impl="reference-sparse")
+    wide = {"blocks": picks.blocks.astype(np.int64), "positions": {k: v.astype(np.int64) for k, v in picks.positions.items()},
+            "tail_positions": {k: v.astype(np.int64) for k, v in picks.tail_positions.items()}}
+    batch = dsa_harness.capture(tmp_path / "wide.h5", outputs={"engine": wide}, **arrays)
+    assert np.array_equal(batch.recorded("engine").positions[24], picks.positions[24])
+    wide["positions"][24][0, 0] = 2 ** 40
+    with pytest.raises(dsa_harness.InputError, match="capture: /outputs/engine/24/positions: values do not fit int32"):
+        dsa_harness.capture(tmp_path / "x.h5", outputs={"engine": wide}, **arrays)
+
+
 def test_output_names_are_group_names(arrays, tmp_path):
     picks = dsa_harness.run(dsa_harness.Batch.from_arrays(**arrays), impl="reference-sparse")
     with pytest.raises(dsa_harness.InputError, match="without '/'"):
