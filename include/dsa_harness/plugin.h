@@ -6,8 +6,8 @@
  *     const dsa_plugin_v1* dsa_plugin_entry(void);
  *
  * returning a static table whose first field is DSA_PLUGIN_ABI_VERSION. The harness loads the
- * library in a child process (a crash or a hang costs that run, not the replay), calls create()
- * once per batch, then the protocol steps in the serving engine's order: publish() on the source
+ * library in a child process (a crash costs that run, not the replay; a hang is not timed out),
+ * calls create() once per batch, then the protocol steps in the serving engine's order: publish() on the source
  * layer, select() on each consumer, plain() on each plain layer, then timings() and destroy().
  * Semantics, layouts and the tie rule are those of docs/semantics.md and docs/batch-format.md;
  * docs/plugins.md walks through an example.
