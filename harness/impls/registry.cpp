@@ -6,6 +6,7 @@
 #include "gpu/gpu_implementations.hpp"
 #include "core/errors.hpp"
 #include "harness/impls/mutants.hpp"
+#include "harness/impls/plugin.hpp"
 #include "harness/impls/recorded.hpp"
 #include "harness/impls/reference.hpp"
 
@@ -52,6 +53,12 @@ PathKind path_of(const std::string& name) {
     make_mutant(name.substr(7));  // unknown mutants fail here, before any work
     return PathKind::sparse;
   }
+  if (name.rfind("plugin:", 0) == 0) {
+    if (name.size() == 7) throw InputError("--impl", name, "names no library (plugin:PATH.so)");
+    // The library is loaded only in its child process, so its path comes from its file name.
+    const std::string file = name.substr(name.find_last_of('/') == std::string::npos ? 7 : name.find_last_of('/') + 1);
+    return file.find("mask") != std::string::npos ? PathKind::mask : PathKind::sparse;
+  }
   if (name.rfind("recorded:", 0) == 0) {
     if (name.find("mask") != std::string::npos) return PathKind::mask;
     if (name.find("exact") != std::string::npos) return PathKind::exact;
@@ -67,6 +74,7 @@ ImplementationPtr make_implementation(const std::string& name, const Batch& batc
   if (name == "gpu-sparse") return gpu::make_gpu_sparse();
   if (name == "gpu-mask") return gpu::make_gpu_mask();
   if (name.rfind("recorded:", 0) == 0) return make_recorded(name.substr(9), batch);
+  if (name.rfind("plugin:", 0) == 0) return make_plugin(name.substr(7));
   if (auto it = added().find(name); it != added().end()) return it->second();
   if (name.rfind("mutant:", 0) == 0) return make_mutant(name.substr(7));
   throw InputError("--impl", name, "unknown implementation (see `dsa-harness replay --list-impl`)");

@@ -1,7 +1,9 @@
 #pragma once
 // The registry: maps an implementation name to a factory and to the path whose reference it is
 // compared with. Names: reference-sparse, reference-mask, reference-exact, gpu-sparse, gpu-mask,
-// recorded:NAME (outputs recorded in the batch file), mutant:NAME (planted defects, sparse path).
+// recorded:NAME (outputs recorded in the batch file), mutant:NAME (planted defects, sparse path),
+// plugin:PATH.so (a shared library implementing include/dsa_harness/plugin.h; mask path when its
+// file name contains "mask", else sparse).
 #include <functional>
 #include <string>
 #include <vector>

@@ -11,10 +11,29 @@
 
 namespace dsa {
 
+namespace {
+
+// plugin:PATH.so names a file, whose path has slashes of its own: its parts, up to the one that
+// ends the library's file name (".so" or ".so.N"), are one implementation name.
+void join_plugin_path(std::vector<std::string>& parts) {
+  if (parts.size() < 2 || parts[1].rfind("plugin:", 0) != 0) return;
+  for (size_t end = 1; end < parts.size(); ++end) {
+    const std::string& p = parts[end];
+    const bool library = (p.size() > 3 && p.compare(p.size() - 3, 3, ".so") == 0) || p.find(".so.") != std::string::npos;
+    if (!library) continue;
+    for (size_t i = 2; i <= end; ++i) parts[1] += "/" + parts[i];
+    parts.erase(parts.begin() + 2, parts.begin() + long(end) + 1);
+    return;
+  }
+}
+
+}  // namespace
+
 CaseId parse_case_id(const std::string& id) {
   std::vector<std::string> parts;
   std::stringstream s(id);
   for (std::string part; std::getline(s, part, '/');) parts.push_back(part);
+  join_plugin_path(parts);
   if (parts.size() < 3 || parts.size() > 4 || parts[0].empty() || parts[1].empty() || parts[2].empty())
     throw InputError("--case", id, "expected batch-id/impl/layer, as printed by a failing case");
   // A content ID is lowercase hex (16 digits as printed); anything else (a path such as

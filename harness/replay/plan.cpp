@@ -61,6 +61,7 @@ std::vector<ImplAvailability> list_implementations() {
     out.push_back(a);
   }
   out.push_back({"recorded:NAME", "outputs recorded in the batch file under /outputs/NAME", ""});
+  out.push_back({"plugin:PATH.so", "a shared library implementing include/dsa_harness/plugin.h, run in a child process", ""});
   for (const MutantInfo& m : mutants()) out.push_back({"mutant:" + m.name, "planted defect: " + m.description, ""});
   return out;
 }

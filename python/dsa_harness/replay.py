@@ -7,7 +7,7 @@ import tempfile
 import numpy as np
 
 from . import _core
-from .arrays import to_numpy
+from .arrays import to_int32
 from .batch import Batch
 from .run import rows_spec
 
@@ -36,13 +36,7 @@ def _on_device(arrays, device):
 
 
 def _int32(name, what, value):
-    """An engine's integer picks as int32 (torch int64 indices are common); values must fit."""
-    array = to_numpy(value)
-    if array.dtype.kind in "iu" and array.dtype != np.int32 and array.size:
-        if array.min() < np.iinfo(np.int32).min or array.max() > np.iinfo(np.int32).max:
-            raise _core.InputError(f"hook {name}: {what}: values do not fit int32")
-        array = array.astype(np.int32)
-    return array
+    return to_int32(value, f"hook {name}: {what}")
 
 
 def _adapt(name, fn, device):

@@ -22,6 +22,7 @@ void bind_results(py::module_& m);
 void bind_run(py::module_& m);
 void bind_compare(py::module_& m);
 void bind_replay(py::module_& m);
+void bind_capture(py::module_& m);
 
 // Every dataset of a batch as numpy arrays (copies), keyed like Batch.from_arrays' arguments.
 py::dict batch_arrays(const Batch& batch);

@@ -28,4 +28,5 @@ PYBIND11_MODULE(_core, m) {
   dsa::py_bind::bind_run(m);
   dsa::py_bind::bind_compare(m);
   dsa::py_bind::bind_replay(m);
+  dsa::py_bind::bind_capture(m);
 }

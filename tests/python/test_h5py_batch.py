@@ -6,15 +6,14 @@ attributes in numpy's other forms (fixed-length bytes, small and unsigned intege
 Run by ctest (test_h5py_batch) with DSA_BINARY naming the dsa-harness binary.
 """
 import json
-import os
-import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
-BINARY = os.environ.get("DSA_BINARY", "")
-TOPK, PAGE, HEADS, DIM = 512, 64, 32, 128
+from engine_arrays import DIM, HEADS, harness, layer_arrays, paged_pool
+
+TOPK, PAGE = 512, 64
 NUM_ROWS = [4, 0, 3]
 COMPRESSED_LEN = [300, 50, 900]
 ROW_LEN = [297, 298, 299, 300, 600, 899, 900]  # L <= lc of the row's request; some above topk
@@ -22,39 +21,11 @@ TAIL_ROWS = [1, 0, 2]
 DESCRIPTION = "captured with h5py \u2014 engine step 7, pytest"  # non-ASCII on purpose
 
 
-def bf16_weights(rng, rows):
-    """Index head weights as an engine stores them: bf16-exact values / 64, mostly positive heads
-    with a few small negative ones (N(0,1) weights would make the bf16 sparse path cancel far
-    beyond what the public test's rule allows, unlike real data)."""
-    base = np.where(rng.random(HEADS) < 0.15, -rng.uniform(0.05, 0.3, HEADS), rng.uniform(0.25, 1.0, HEADS))
-    raw = (base * (1 + 0.2 * rng.standard_normal((rows, HEADS)))).astype(np.float32)
-    bits = raw.view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even bf16
-    return bits.astype(np.uint32).view(np.float32) / np.float32(64)
-
-
 def random_batch(seed):
     """Arrays in the engine's layouts, random but valid (no all-zero data)."""
     rng = np.random.default_rng(seed)
-    pages_needed = [-(-lc // PAGE) for lc in COMPRESSED_LEN]
-    pages = sum(pages_needed) + 3  # three pages no request uses
-    order = rng.permutation(pages)
-    table = np.full((len(NUM_ROWS), max(pages_needed) + 1), -1, dtype=np.int32)
-    used = 0
-    for b, need in enumerate(pages_needed):
-        table[b, :need] = order[used:used + need]
-        used += need
-    pool = rng.integers(0, 256, size=(pages, PAGE * 68), dtype=np.uint8)
-    pool[:, PAGE * 64:] = rng.integers(124, 131, size=(pages, PAGE * 4), dtype=np.uint8)  # ue8m0 scales
-    rows = sum(NUM_ROWS)
-    layers = {}
-    for layer in (20, 24):
-        layers[layer] = {
-            "q": rng.integers(0, 256, size=(rows, HEADS, DIM // 2), dtype=np.uint8),
-            "q_scale": rng.integers(124, 131, size=(rows, HEADS, DIM // 32), dtype=np.uint8),
-            "weights": bf16_weights(rng, rows),
-        }
-    return table, pool, layers
+    table, pool = paged_pool(rng, COMPRESSED_LEN, PAGE, spare_pages=3)
+    return table, pool, layer_arrays(rng, sum(NUM_ROWS), (20, 24))
 
 
 def write_batch(path, seed, attr_forms="ordinary"):
@@ -84,11 +55,6 @@ def write_batch(path, seed, attr_forms="ordinary"):
             g.attrs["role"] = "source" if layer == 20 else "consumer"
             for name, array in data.items():
                 g.create_dataset(name, data=array)
-
-
-def harness(*args):
-    assert BINARY and os.access(BINARY, os.X_OK), "DSA_BINARY must name the dsa-harness binary"
-    return subprocess.run([BINARY, *args], capture_output=True, text=True)
 
 
 @pytest.fixture
@@ -155,7 +121,7 @@ def test_numpy_attribute_forms(tmp_path):
         assert f.attrs.get_id("heads").dtype == np.uint16
     done = harness("validate", path)
     assert done.returncode == 0, done.stdout + done.stderr
-    done = harness("replay", path, "--impl", "reference-sparse", "--rows", "3", "-o", str(tmp_path / "r"))
+    done = harness("replay", path, "--impl", "reference-sparse", "--rows", "3", "-o", tmp_path / "r")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

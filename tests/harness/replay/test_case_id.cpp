@@ -14,6 +14,20 @@
 
 using namespace dsa;
 
+TEST_CASE("a plugin's case ID keeps the slashes of its library path") {
+  for (const std::string library : {"/opt/x/libmine.so", "./libmine.so", "build/lib/libmine.so.1"}) {
+    const CaseId id = parse_case_id("0123abcd/plugin:" + library + "/run");
+    CHECK(id.impl == "plugin:" + library);
+    CHECK(id.layer == "run");
+    CHECK(format_case_id(id) == "0123abcd/plugin:" + library + "/run");
+  }
+  const CaseId rows = parse_case_id("0123abcd/plugin:a/b.so/24/0-3");
+  CHECK(rows.impl == "plugin:a/b.so");
+  CHECK(rows.layer == "24");
+  CHECK(rows.rows == "0-3");
+  CHECK_THROWS_AS(parse_case_id("0123abcd/plugin:a/b.so"), InputError);  // no layer
+}
+
 TEST_CASE("case IDs and row lists round-trip") {
   const CaseId id = parse_case_id("0123abcd/gpu-sparse/24/0-3,17");
   CHECK(id.batch_id == "0123abcd");

@@ -25,6 +25,18 @@ def test_tensors_give_the_same_batch(arrays, batch):
     assert dsa_harness.Batch.from_arrays(**as_tensors(arrays)).content_id == batch.content_id
 
 
+def test_capture_from_tensors_writes_the_numpy_file(arrays, batch, tmp_path):
+    # An engine's tensors and its torch.topk-style int64 picks, on its device.
+    picks = dsa_harness.run(batch, impl="reference-sparse")
+    engine = {"blocks": torch.from_numpy(picks.blocks).to(DEVICE).long(),
+              "positions": {k: torch.from_numpy(v).to(DEVICE).long() for k, v in picks.positions.items()},
+              "tail_positions": {k: torch.from_numpy(v).to(DEVICE) for k, v in picks.tail_positions.items()}}
+    dsa_harness.capture(tmp_path / "tensors.h5", outputs={"engine": engine}, **as_tensors(arrays))
+    same = {"blocks": picks.blocks, "positions": picks.positions, "tail_positions": picks.tail_positions}
+    dsa_harness.capture(tmp_path / "numpy.h5", outputs={"engine": same}, **arrays)
+    assert (tmp_path / "tensors.h5").read_bytes() == (tmp_path / "numpy.h5").read_bytes()
+
+
 def test_a_hook_gets_tensors_on_the_gpu_when_there_is_one(batch, tmp_path):
     reference = dsa_harness.run(batch, impl="reference-sparse")
     seen = []
