@@ -20,6 +20,14 @@ struct KernelTiming {
   double bytes = 0;       // fewest bytes one sample must move
 };
 
+// One protocol step of a run (begin, a layer's publish/select/plain, end): its wall time on the
+// host (the GPU engine synchronises, so device time is inside) and the kernels it launched.
+struct StepRecord {
+  std::string step;      // "begin", "end" or the layer id
+  double wall_ms = 0;
+  int64_t launches = 0;
+};
+
 struct LayerResult {
   std::vector<int32_t> positions;       // [R, topk] ascending, -1 padding; empty when not run
   std::vector<int32_t> tail_positions;  // [sum(tail_rows), topk]; consumers with tails only
@@ -40,6 +48,7 @@ struct Results {
   std::map<int, LayerResult> layers;     // by layer id
   std::vector<KernelTiming> timings;     // not stored in HDF5; feeds the reports
   int64_t peak_device_bytes = -1;        // -1: not measured (CPU implementations)
+  std::vector<StepRecord> steps;         // in protocol order; not stored in HDF5
 };
 
 }  // namespace dsa

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/launch_count.hpp"
+
 namespace dsa::gpu {
 
 inline void cuda_check(cudaError_t err, const char* what, const char* file, int line) {
@@ -18,4 +20,6 @@ inline void cuda_check(cudaError_t err, const char* what, const char* file, int 
 
 #define DSA_CUDA_CHECK(call) ::dsa::gpu::cuda_check((call), #call, __FILE__, __LINE__)
 // After a kernel launch: launch-configuration errors now, execution errors at the next sync.
-#define DSA_LAUNCH_CHECK(name) ::dsa::gpu::cuda_check(cudaGetLastError(), name, __FILE__, __LINE__)
+// Every launcher calls it once per launch, so it also counts the launches (core/launch_count.hpp).
+#define DSA_LAUNCH_CHECK(name) \
+  (::dsa::kernel_launches()++, ::dsa::gpu::cuda_check(cudaGetLastError(), name, __FILE__, __LINE__))
