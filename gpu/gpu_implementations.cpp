@@ -4,6 +4,8 @@
 #if !DSA_HAVE_CUDA
 #include <stdexcept>
 
+#include "gpu/ceilings/ceilings.hpp"
+
 namespace dsa::gpu {
 namespace {
 class Unsupported : public Implementation {
@@ -29,5 +31,11 @@ ImplementationPtr make_gpu_mask() { return std::make_unique<Unsupported>("gpu-ma
 std::string describe_device() { return "none (this build has no CUDA)"; }
 std::string unavailable_reason() { return "this build has no CUDA (configured without nvcc)"; }
 int device_count() { return 0; }
+CeilingRun measure_ceilings(int) {
+  CeilingRun out;
+  for (const char* name : {kCeilingHbmCopy, kCeilingL2Read, kCeilingInt8Wgmma, kCeilingFp8Wgmma})
+    out.not_supported.push_back(std::string(name) + ": this build has no CUDA (configured without nvcc)");
+  return out;
+}
 }  // namespace dsa::gpu
 #endif
