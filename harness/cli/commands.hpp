@@ -16,5 +16,6 @@ void add_replay_command(CLI::App& app);    // cmd_replay.cpp
 void add_gate_command(CLI::App& app);      // cmd_gate.cpp
 void add_merge_command(CLI::App& app);     // cmd_merge.cpp
 void add_plugin_host_command(CLI::App& app);  // cmd_plugin_host.cpp (internal: plugin:PATH's child)
+void add_bench_command(CLI::App& app);     // cmd_bench.cpp
 
 }  // namespace dsa::cli

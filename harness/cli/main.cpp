@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   dsa::cli::add_gate_command(app);
   dsa::cli::add_merge_command(app);
   dsa::cli::add_plugin_host_command(app);
+  dsa::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
