@@ -7,8 +7,10 @@
 #   batch, and the per-kernel timing table of chunk-256k, printed last.
 # Usage (repo root):  tools/device-check.sh [STAGE...]
 #   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
-#   given stages run in the order given); also readme (the README's two commands, offline) and
-#   sanitize (compute-sanitizer racecheck and initcheck on smoke), run only when named
+#   given stages run in the order given); also readme (the README's two commands, offline),
+#   sanitize (compute-sanitizer racecheck and initcheck on smoke) and bench (`dsa-harness bench`
+#   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
+#   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
 # timings.md and logs.tgz (every stage's full log).
 set -uo pipefail
@@ -121,6 +123,18 @@ do_timing() {
   } >>"$OUT/timings.md" 2>/dev/null
   echo
   sed -n '/per-kernel timings/,$p' "$LOGS/timing-chunk-256k.log" | grep -E "^\||timings" | tee -a "$SUMMARY"
+}
+
+# Ceilings, both paths across contexts and the PyTorch peer in one run; the generated batches stay
+# in $LOGS (not brought back).
+do_bench() {
+  local contexts=${DSA_BENCH_CONTEXTS:-16384,65536,131072,262144} rows=${DSA_BENCH_ROWS:-2048}
+  stage bench 590 "$B/dsa-harness" bench --contexts "$contexts" --rows "$rows" --peer torch -o "$LOGS/bench"
+  mkdir -p "$OUT/bench"
+  cp "$LOGS/bench/"report.* "$LOGS/bench/"torch-*.json* "$OUT/bench/" 2>/dev/null
+  tail -3 "$LOGS/bench.log" | tee -a "$SUMMARY"
+  python3 tools/bench-table.py "$OUT/bench/report.json" >"$OUT/bench/table.md" 2>>"$SUMMARY" &&
+    tee -a "$SUMMARY" <"$OUT/bench/table.md"
 }
 
 for st in $STAGES; do "do_$st"; done
