@@ -1,6 +1,7 @@
 // Google Benchmark of the CPU reference's hot loops, single thread: dense row scores
-// (positions/s, one row and a group of rows sharing keys), source top-k, level one, and level two
-// per path (16384 candidates). Keys and queries are random with production-like scales.
+// (positions/s, one row and a group of rows sharing keys), source top-k, block amax (level one's
+// block keys) alone, level one, and level two per path (16384 candidates). Keys and queries are
+// random with production-like scales.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -104,6 +105,14 @@ void BM_source_topk(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kContext);
 }
 BENCHMARK(BM_source_topk)->Unit(benchmark::kMillisecond);
+
+// Block amax alone: the key of each 8-position block (level one's pass over the dense row).
+void BM_block_amax(benchmark::State& state) {
+  const Data& d = data();
+  for (auto _ : state) benchmark::DoNotOptimize(block_keys(d.dense.data(), kContext));
+  state.SetItemsProcessed(state.iterations() * kContext);
+}
+BENCHMARK(BM_block_amax)->Unit(benchmark::kMillisecond);
 
 void BM_level_one(benchmark::State& state) {
   const Data& d = data();
