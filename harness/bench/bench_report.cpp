@@ -14,6 +14,9 @@ using reports::format_number;
 
 bool is_step(const KernelFigure& k) { return k.kernel.size() > 5 && k.kernel.substr(k.kernel.size() - 5) == "/step"; }
 
+// A route's share of a kernel ("gpu-mask/dense_logits.wgmma"): shown, never added to totals.
+bool is_part(const KernelFigure& k) { return k.kernel.find('.', k.kernel.rfind('/')) != std::string::npos; }
+
 std::string spread(const KernelFigure& k) { return format_number(k.min_ms) + ".." + format_number(k.max_ms); }
 
 std::string rate(const KernelFigure& k) {
@@ -50,7 +53,7 @@ double stage_ms(const ImplRun& run, const std::vector<std::string>& names, const
 double kernels_ms(const ImplRun& run) {
   double sum = 0;
   for (const KernelFigure& k : run.kernels)
-    if (!is_step(k)) sum += k.median_ms * k.calls;
+    if (!is_step(k) && !is_part(k)) sum += k.median_ms * k.calls;
   return sum;
 }
 
@@ -77,7 +80,8 @@ BenchTable kernels_table(const Report& r) {
       if (!is_step(k))
         t.rows.push_back({run.impl, context_of(r, run.batch_id), std::to_string(run.rows), k.kernel, k.layer,
                           std::to_string(k.calls), format_number(k.median_ms), spread(k), rate(k),
-                          format_number(k.floor_ms), format_number(100 * k.ceiling_share, 3) + " %"});
+                          is_part(k) ? "-" : format_number(k.floor_ms),
+                          is_part(k) ? "(a route's share)" : format_number(100 * k.ceiling_share, 3) + " %"});
   }
   return t;
 }

@@ -28,6 +28,7 @@ def report(rows=16384, context=262144):
             {"batch_id": "b1", "impl": "gpu-sparse", "status": "passed", "rows": rows,
              "peak_device_bytes": 19 * 2**30,
              "kernels": [kernel("gpu-sparse/dense_logits", "20", 174.6, 49.11, 0.2813, flops=3.4e13, tflops=195),
+                         kernel("gpu-sparse/dense_logits.wgmma", "20", 150.0, 0, 0),
                          kernel("gpu-sparse/block_topk", "20", 1.6, 0.5, 0.3125),
                          kernel("gpu-sparse/small_topk", "24", 1.9, 0.13, 0.0684),
                          kernel("gpu-sparse/step", "20", 190.0, 0, 0)]},
@@ -55,8 +56,9 @@ def test_table_rows_with_targets_on_the_reference_problem(tmp_path):
             "| 39.3 ms | 28.1 % |") in out
     assert "| gpu-sparse/block_topk @20 (262144 x 16384 rows) | 1.6 ms (1.568..1.632) | 0.5 ms | 0.8 ms |" in out
     assert "| 0.25 ms | 6.84 % |" in out
-    # Steps are not kernels; the whole path sums the kernels and has its own target.
+    # Steps and a route's share are not kernels; the whole path sums the kernels, with its own target.
     assert "gpu-sparse/step" not in out
+    assert "dense_logits.wgmma" not in out
     assert "| whole gpu-sparse path (262144 x 16384 rows) | 178.1 ms (sum of medians; peak 19 GiB) | - | 46 ms | - |" in out
     assert "| PyTorch mask path, whole chunk (262144 x 16384 rows) | 5766 ms | - | - | - |" in out
 

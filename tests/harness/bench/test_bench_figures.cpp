@@ -61,7 +61,7 @@ TEST_CASE("gate on two bench reports: a planted 15 % slowdown of one kernel is a
   const Report same = test::bench_sample();
   const GateResult quiet = run_gate(base, same, GateConfig{});
   CHECK(quiet.exit_code == 0);
-  CHECK(quiet.kernels_compared == 14);  // 3 ceilings, 4 + 3 kernels, 2 + 2 steps
+  CHECK(quiet.kernels_compared == 15);  // 3 ceilings, 4 + 4 kernels, 2 + 2 steps
 
   // Through report.json, as `dsa-harness gate` reads them.
   const Report slow = report_from_json(report_to_json(test::bench_sample("gpu-mask/mask_topk", 1.15)), "slow.json");
