@@ -49,33 +49,32 @@ __global__ void l2_read_kernel(const int4* __restrict__ src, size_t n, int passe
 }
 
 #if DSA_WGMMA
-// Shared memory matrix descriptor, no swizzle: start address, leading byte offset (between core
-// matrices adjacent in K) and stride byte offset (adjacent in M or N), all >> 4. A core matrix
-// is 8 rows x 16 bytes stored contiguously, K-major.
-__device__ uint64_t smem_descriptor(const void* smem, uint32_t lead_bytes, uint32_t stride_bytes) {
+// Shared memory matrix descriptor in the 128-byte swizzled K-major layout the project's kernels
+// use (gpu/dense_logits/dense_wgmma.cu): rows of 128 bytes, 8-row atoms 1024 bytes apart (stride
+// byte offset), 1024-aligned. The no-swizzle layout reads shared memory with bank conflicts and
+// measured far below the tensor rate (bench/results/h200.md, run 17), so it would understate the
+// ceiling.
+__device__ uint64_t smem_descriptor(const void* smem) {
   const uint32_t addr = uint32_t(__cvta_generic_to_shared(smem));
-  uint64_t desc = (addr >> 4) & 0x3FFF;
-  desc |= uint64_t((lead_bytes >> 4) & 0x3FFF) << 16;
-  desc |= uint64_t((stride_bytes >> 4) & 0x3FFF) << 32;
-  return desc;  // base offset 0, swizzle mode 0 (bits 62-63)
+  return uint64_t((addr >> 4) & 0x3FFF) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 #endif
 
-// kWgmmaIters dependent m64n256k32 wgmmas per warpgroup on operands in shared memory (A 64x32,
-// B 256x32 bytes, nonzero). Sets *ran on the image that has wgmma.
+// kWgmmaIters dependent m64n256k32 wgmmas per warpgroup on operands in shared memory (A 64 and
+// B 256 rows of 128 swizzled bytes, of which each instruction reads 32; nonzero). Sets *ran on
+// the image that has wgmma.
 template <bool kFp8>
 __global__ void __launch_bounds__(128) wgmma_loop_kernel(int iters, uint32_t* sink, int* ran) {
 #if DSA_WGMMA
-  __shared__ __align__(1024) uint8_t a[64 * 32];
-  __shared__ __align__(1024) uint8_t b[256 * 32];
+  __shared__ __align__(1024) uint8_t a[64 * 128];
+  __shared__ __align__(1024) uint8_t b[256 * 128];
   // Small values: int8 1..3 (sums wrap harmlessly), e4m3 0.5..0.625 (no overflow in the loop).
-  for (int i = threadIdx.x; i < 64 * 32; i += blockDim.x) a[i] = kFp8 ? uint8_t(0x30 + i % 3) : uint8_t(1 + i % 3);
-  for (int i = threadIdx.x; i < 256 * 32; i += blockDim.x) b[i] = kFp8 ? uint8_t(0x30 + i % 5) : uint8_t(1 + i % 5);
+  for (int i = threadIdx.x; i < 64 * 128; i += blockDim.x) a[i] = kFp8 ? uint8_t(0x30 + i % 3) : uint8_t(1 + i % 3);
+  for (int i = threadIdx.x; i < 256 * 128; i += blockDim.x) b[i] = kFp8 ? uint8_t(0x30 + i % 5) : uint8_t(1 + i % 5);
   // Generic-proxy writes must be visible to the async proxy that wgmma reads through.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
-  // 2 core matrices along K (LBO 128 B), then 8 (A) or 32 (B) along M/N (SBO 256 B).
-  const uint64_t da = smem_descriptor(a, 128, 256), db = smem_descriptor(b, 128, 256);
+  const uint64_t da = smem_descriptor(a), db = smem_descriptor(b);
   using Acc = typename std::conditional<kFp8, float, uint32_t>::type;
   Acc d[128];
 #pragma unroll
