@@ -161,6 +161,12 @@ std::vector<int32_t> picks_on_own_blocks(const Batch& batch, const Layer& layer,
   return out;
 }
 
+std::vector<int32_t> sorted_picks(const PickTable& t, int64_t index) {
+  std::vector<int32_t> v = t.picks(index);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 Ranking ranking_of(PathKind path, Role role) {
   if (path == PathKind::exact) return Ranking::exact;
   if (role == Role::consumer && path == PathKind::sparse) return Ranking::sparse;
@@ -193,12 +199,6 @@ void add_share(LayerComparison& lc, const MetricResult& m, const std::string& me
     if (r.name == share && r.value < minimum) fail(lc, metric, m.mismatches);
 }
 
-std::vector<int32_t> sorted_picks(const PickTable& t, int64_t index) {
-  std::vector<int32_t> v = t.picks(index);
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 // Per-row figures: agreement, exactness, floor margin and the first missed / extra ids.
 void add_row_figures(LayerComparison& lc, const std::vector<RowRef>& rows, const PickTable& a, const PickTable& b,
                      const MetricResult& agreement, const MetricResult* exact, const MetricResult* floor) {
@@ -229,23 +229,41 @@ struct Context {
   std::vector<int> rows;  // compared rows
 };
 
-LayerComparison not_run(const std::string& layer, const std::string& role, const std::string& why) {
+// A layer with nothing to compare: `not_run` when only the implementation under test recorded
+// it, `incorrect` when the other side recorded an output the implementation did not.
+LayerComparison uncompared(const std::string& layer, const std::string& role, Disposition disposition,
+                           const std::string& why) {
   LayerComparison lc;
   lc.layer = layer;
   lc.role = role;
-  lc.disposition = Disposition::not_run;
+  lc.disposition = disposition;
   lc.failed_metric = why;
   return lc;
 }
 
-// An output the other side recorded and the implementation under test did not.
-LayerComparison missing(const std::string& layer, const std::string& role, const std::string& what) {
-  LayerComparison lc;
-  lc.layer = layer;
-  lc.role = role;
-  lc.disposition = Disposition::incorrect;
-  lc.failed_metric = what;
-  return lc;
+// Rows b computed and a was asked for but did not output: an implementation that omits rows must
+// not pass on the rows it kept. Names the first such row; empty when a did every row asked of it.
+std::vector<LayerComparison> omitted_rows(const Batch& batch, const Results& a, const Results& b,
+                                          const std::vector<int>& asked) {
+  std::vector<uint8_t> wanted(b.rows_done.size(), asked.empty() ? 1 : 0);
+  for (int r : asked)
+    if (r >= 0 && size_t(r) < wanted.size()) wanted[size_t(r)] = 1;
+  std::vector<int> missed;
+  for (size_t r = 0; r < b.rows_done.size(); ++r)
+    if (b.rows_done[r] == 1 && wanted[r] == 1 && (r >= a.rows_done.size() || a.rows_done[r] != 1)) missed.push_back(int(r));
+  if (missed.empty()) return {};
+  const int first = missed.front();
+  LayerComparison lc = uncompared("rows", "rows", Disposition::incorrect, "rows missing: " + std::to_string(missed.size()) +
+                                  " row(s) computed by " + b.name + " not output by " + a.name);
+  Mismatch m;
+  m.what = "row";
+  m.row = first;
+  m.expected = "output (done by " + b.name + ")";
+  m.actual = "none (rows_done 0)";
+  m.detail = "request " + std::to_string(batch.row_request[size_t(first)]) + ", L " +
+             std::to_string(batch.compress_len[size_t(first)]) + "; " + std::to_string(missed.size()) + " row(s) missing";
+  lc.mismatches.push_back(m);
+  return {lc};
 }
 
 LayerComparison compare_blocks(const Context& c) {
@@ -375,19 +393,21 @@ Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path
   const Context c{batch, a, b, a_path, b_path, out.rule, options.tolerance, metrics::compared_rows(a, b)};
 
   // What b recorded is expected of a: an output missing on a's side is a failure, never "not
-  // run". An output only a recorded has nothing to be compared with.
+  // run", and so is a row it was asked for and left out. An output only a recorded has nothing
+  // to be compared with.
+  out.layers = omitted_rows(batch, a, b, options.rows);
   if (!a.blocks.empty() && !b.blocks.empty() && batch.source()) out.layers.push_back(compare_blocks(c));
-  else if (!b.blocks.empty()) out.layers.push_back(missing("blocks", "blocks", "blocks missing: no published blocks in " + a.name));
-  else if (!a.blocks.empty()) out.layers.push_back(not_run("blocks", "blocks", "no blocks in " + b.name));
+  else if (!b.blocks.empty()) out.layers.push_back(uncompared("blocks", "blocks", Disposition::incorrect, "blocks missing: no published blocks in " + a.name));
+  else if (!a.blocks.empty()) out.layers.push_back(uncompared("blocks", "blocks", Disposition::not_run, "no blocks in " + b.name));
   for (const Layer& layer : batch.layers) {
     const std::string id = std::to_string(layer.id);
     const bool in_a = has_positions(a, layer.id), in_b = has_positions(b, layer.id);
     if (in_a && in_b) out.layers.push_back(compare_layer(c, layer));
-    else if (in_b) out.layers.push_back(missing(id, role_name(layer.role), "layer " + id + " missing: no picks in " + a.name));
-    else if (in_a) out.layers.push_back(not_run(id, role_name(layer.role), "no picks in " + b.name));
+    else if (in_b) out.layers.push_back(uncompared(id, role_name(layer.role), Disposition::incorrect, "layer " + id + " missing: no picks in " + a.name));
+    else if (in_a) out.layers.push_back(uncompared(id, role_name(layer.role), Disposition::not_run, "no picks in " + b.name));
     if (layer.role != Role::consumer || batch.total_tail_rows == 0 || !in_a) continue;
     if (has_tails(a, layer.id)) out.layers.push_back(compare_tails(c, layer));
-    else out.layers.push_back(missing(id + "/tail", "tail", "layer " + id + " tail positions missing in " + a.name));
+    else out.layers.push_back(uncompared(id + "/tail", "tail", Disposition::incorrect, "layer " + id + " tail positions missing in " + a.name));
   }
 
   bool any_passed = false, any_failed = false;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,9 @@
 #include "harness/compare/compare.hpp"
 #include "harness/generate/generate.hpp"
 #include "harness/impls/reference.hpp"
+#include "harness/impls/reference_views.hpp"
 #include "gpu/gpu_implementations.hpp"
+#include "reference/formats.hpp"
 #include "reference/scores.hpp"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
@@ -379,15 +382,49 @@ TEST_CASE("picks and blocks far outside the row fail validity and never reach th
   }
 }
 
-TEST_CASE("only rows done on both sides are compared") {
+TEST_CASE("only rows done on both sides are compared, when the run asked for those rows") {
   const Batch& b = smoke();
   Results a = reference(PathKind::sparse);
   const auto [layer, row] = consumer_row(b);
   plant_low_pick(b, a, layer, row);
   a.rows_done[size_t(row)] = 0;  // the planted row was not computed: never compared
-  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CompareOptions asked;          // ... because the run asked for every row but that one
+  for (int r = 0; r < b.rows(); ++r)
+    if (r != row) asked.rows.push_back(r);
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse, asked);
   CHECK(c.disposition == Disposition::passed);
   CHECK(layer_of(c, std::to_string(layer)).rows.size() == size_t(b.rows() - 1));
+}
+
+TEST_CASE("a row asked for, done by the reference and not output by the implementation is incorrect") {
+  const Batch& b = smoke();
+  Results a = reference(PathKind::sparse);
+  a.name = "forgetful";
+  const int first = 2, second = 4;
+  a.rows_done[size_t(second)] = 0;
+  a.rows_done[size_t(first)] = 0;
+  // Every kept row is right: only the omission can fail it.
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.disposition == Disposition::incorrect);
+  const LayerComparison& l = layer_of(c, "rows");
+  CHECK(l.disposition == Disposition::incorrect);
+  CHECK(l.failed_metric == "rows missing: 2 row(s) computed by reference-sparse not output by forgetful");
+  REQUIRE(l.mismatches.size() == 1);
+  CHECK(l.mismatches[0].row == first);
+  CHECK(mismatch_text(l.layer, l.mismatches[0]) ==
+        "layer rows row 2: expected row output (done by reference-sparse), got none (rows_done 0) (request " +
+            std::to_string(b.row_request[first]) + ", L " + std::to_string(b.compress_len[first]) + "; 2 row(s) missing)");
+  // The same under the public test, and when the run asked for exactly the omitted row.
+  CHECK(compare_results(b, a, PathKind::sparse, reference(PathKind::mask), PathKind::mask).disposition == Disposition::incorrect);
+  CompareOptions only;
+  only.rows = {second};
+  const Comparison one = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse, only);
+  CHECK(one.disposition == Disposition::incorrect);
+  CHECK(layer_of(one, "rows").mismatches.at(0).row == second);
+  // An implementation that output nothing at all is incorrect, never "not run".
+  std::fill(a.rows_done.begin(), a.rows_done.end(), uint8_t(0));
+  CHECK(compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse).disposition ==
+        Disposition::incorrect);
 }
 
 TEST_CASE("an output the reference recorded and the implementation did not is incorrect, not 'not run'") {
@@ -533,5 +570,18 @@ TEST_CASE("CLI: run writes a result file compare accepts; exit 0 passed, 1 plant
   const std::string cmp2 = bin + " compare " + batch + " " + planted;
   CHECK(exit_status(cmp2 + " --impl reference-sparse --against reference-mask") == 1);
   CHECK(exit_status(cmp2 + " --impl reference-mask --against reference-mask") == 0);
+
+  // A subset run against a full one: passes when compare is told the rows it was run with,
+  // fails when it is not (the rows it left out are missing).
+  const std::string mixed = (dir / "mixed.results.h5").string();
+  REQUIRE(exit_status(bin + " run " + batch + " --impl reference-sparse --rows 1,2 -o " + mixed) == 0);
+  std::vector<Results> both = read_results(mixed, b);
+  Results full = reference(PathKind::mask);
+  both.push_back(full);
+  write_results(mixed, b, both);
+  const std::string cmp3 = bin + " compare " + batch + " " + mixed + " --impl reference-sparse --against reference-mask";
+  CHECK(exit_status(cmp3 + " --rows 1,2") == 0);
+  CHECK(exit_status(cmp3) == 1);
+  CHECK(exit_status(cmp3 + " --rows ''") == 4);
   fs::remove_all(dir);
 }
