@@ -285,6 +285,55 @@ TEST_CASE("own path: swaps among exact ties on real data are not flagged (edge p
         "validity");
 }
 
+TEST_CASE("public test: bf16 ties of the sparse path broken by the tie rule agree, broken the other way they do not") {
+  // Edge seed 1010, layer 36, row 7 (L = 1000, four repeated keys: four classes of 250 equal
+  // scores): fp32 21.483 and 21.306 both round to bf16 21.375, so at the k-th place the correct
+  // sparse path takes the smaller positions of both classes and the mask path all of the higher
+  // one. Agreement was 0.77 and the clean reference failed.
+  GenerateOptions o;
+  o.preset = "edge";
+  o.seed = 1010;
+  const Batch b = generate_batch(o);
+  const Results sparse = make_reference(PathKind::sparse)->run(b, {});
+  const Results mask = make_reference(PathKind::mask)->run(b, {});
+  const Comparison c = compare_results(b, sparse, PathKind::sparse, mask, PathKind::mask);
+  CHECK(c.rule == Rule::public_test);
+  CHECK(c.disposition == Disposition::passed);
+  const LayerComparison& l36 = layer_of(c, "36");
+  CHECK(value(l36, "agreement.min") >= rules::kPublicAgreement);
+  CHECK(value(l36, "agreement.tie_swaps") >= 119);  // row 7's alone; other tie rows add theirs
+  const auto fig = std::find_if(l36.rows.begin(), l36.rows.end(), [](const RowFigure& f) { return f.row == 7; });
+  REQUIRE(fig != l36.rows.end());
+  CHECK(fig->agreement == 1.0);
+
+  // The same row with the tie broken towards larger positions: the k-th class's smallest
+  // positions replaced by its largest unpicked ones. Still a valid top-k by bf16 score.
+  const int row = 7, layer = 36, k = b.topk;
+  const int32_t L = b.compress_len[row];
+  REQUIRE(L == 1000);
+  std::vector<int32_t> all(static_cast<size_t>(L));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<uint16_t> s(all.size());
+  const Layer& ly = *std::find_if(b.layers.begin(), b.layers.end(), [&](const Layer& x) { return x.id == layer; });
+  ref::sparse_scores_at(query_of(ly, row), keys_of(b, row), all.data(), L, s.data());
+  Results reversed = sparse;
+  int32_t* picks = reversed.layers.at(layer).positions.data() + size_t(row) * size_t(k);
+  float kth = INFINITY;
+  for (int i = 0; i < k; ++i) kth = std::min(kth, ref::bf16_to_float(s[size_t(picks[i])]));
+  std::vector<int32_t> kept, tied;
+  for (int i = 0; i < k; ++i)
+    if (ref::bf16_to_float(s[size_t(picks[i])]) > kth) kept.push_back(picks[i]);
+  for (int32_t p = L - 1; p >= 0 && kept.size() + tied.size() < size_t(k); --p)
+    if (ref::bf16_to_float(s[size_t(p)]) == kth) tied.push_back(p);
+  kept.insert(kept.end(), tied.begin(), tied.end());
+  std::sort(kept.begin(), kept.end());
+  std::copy(kept.begin(), kept.end(), picks);
+  const Comparison r = compare_results(b, reversed, PathKind::sparse, mask, PathKind::mask);
+  CHECK(r.disposition == Disposition::incorrect);
+  CHECK(layer_of(r, "36").failed_metric == "agreement");
+  CHECK(layer_of(r, "36").mismatches.at(0).row == row);
+}
+
 TEST_CASE("public test with the mask path under test still measures against the mask floor") {
   const Batch& b = smoke();
   const Comparison c = compare_results(b, reference(PathKind::mask), PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
