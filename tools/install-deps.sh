@@ -88,6 +88,21 @@ check_extras() {
       PATH=$PATH:/usr/sbin command -v "$program" >/dev/null 2>&1 || optional+=("$program (Slurm test)|$package")
     done
   fi
+  if [[ "${DSA_WITH_FUZZ:-0}" == 1 ]] && ! fuzzer_ready; then
+    optional+=("clang++ with libFuzzer, ASan and UBSan (tools/fuzz.sh)|clang")
+  fi
+}
+
+# Fuzzing (tools/fuzz.sh; CI sets DSA_WITH_FUZZ=1): clang able to link libFuzzer with ASan and
+# UBSan. Only then: elsewhere tools/fuzz.sh exits 77 naming what is missing.
+fuzzer_ready() {
+  command -v clang++ >/dev/null 2>&1 || return 1
+  local dir rc=0
+  dir=$(mktemp -d)
+  printf '#include <cstdint>\n#include <cstddef>\nextern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n' >"$dir/f.cpp"
+  clang++ -fsanitize=fuzzer,address,undefined "$dir/f.cpp" -o "$dir/f" >/dev/null 2>&1 || rc=1
+  rm -rf "$dir"
+  return $rc
 }
 
 packages_of() {  # "what|package"... -> unique package names

@@ -47,7 +47,9 @@ std::vector<int> draw_rows(const Batch& batch, int n, uint64_t seed) {
 }
 
 std::vector<int> select_rows(const Batch& batch, const std::string& spec, uint64_t seed) {
-  if (spec.empty() || spec == "all") return {};
+  // An empty spec is a mistake (an unset variable in a script), never "all".
+  if (spec.empty()) throw InputError("--rows", "\"\"", "is empty; say all, N or a list i,j,k");
+  if (spec == "all") return {};
   if (spec.find(',') == std::string::npos) {
     const long long n = parse_count(spec, spec);
     if (n >= batch.rows()) return {};

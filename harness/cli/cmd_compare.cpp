@@ -1,4 +1,4 @@
-// `compare FILE RESULTS.h5 --impl A --against B [--tolerance T]`: one result group against
+// `compare FILE RESULTS.h5 --impl A --against B [--rows R] [--tolerance T]`: one result group against
 // another (groups of RESULTS.h5, or outputs recorded in FILE), judged by the rule their paths
 // call for; prints the records per layer and the first mismatches. Exit 0 passed, 1 failed,
 // 3 when nothing could be compared.
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/batch/batch_io.hpp"
+#include "harness/batch/row_selection.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/compare/compare.hpp"
 #include "core/errors.hpp"
@@ -19,7 +20,8 @@ namespace dsa::cli {
 namespace {
 
 struct CompareArgs {
-  std::string file, results, impl, against;
+  std::string file, results, impl, against, rows = "all";
+  uint64_t seed = 0;
   double tolerance = rules::kFloorTolerance;
 };
 
@@ -60,6 +62,7 @@ void compare_command(const CompareArgs& args) {
   const Results b = find_group(args.against, results, batch, args.results);
   CompareOptions options;
   options.tolerance = args.tolerance;
+  options.rows = select_rows(batch, args.rows, args.seed);
   const Comparison c = compare_results(batch, a, path_for(a.name), b, path_for(b.name), options);
 
   const long rows = long(metrics::compared_rows(a, b).size());
@@ -76,6 +79,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("results", args->results, "result file written by `run`")->required();
   cmd->add_option("--impl", args->impl, "group under test (a name in RESULTS, or recorded:NAME from FILE)")->required();
   cmd->add_option("--against", args->against, "group to compare with, usually a reference")->required();
+  cmd->add_option("--rows", args->rows, "the rows --impl was run with, as `run --rows` (default all): a row among "
+                 "them that --against did and --impl did not output fails");
+  cmd->add_option("--seed", args->seed, "seed of the --rows N draw (default 0)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--tolerance", args->tolerance, "selection-floor tolerance, relative (default 2^-5)");
   cmd->callback([args] { compare_command(*args); });
 }

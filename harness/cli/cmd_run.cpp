@@ -30,7 +30,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 void run_command(const RunArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  if (args.rows.empty()) throw InputError("--rows", "\"\"", "is empty; say all, N or a list i,j,k");
   check_output_file(args.output, {args.file}, "-o");  // before hours of work, not after
   remove_stale_temp_files(std::filesystem::path(args.output).parent_path().string());
   const Batch batch = read_batch(args.file);

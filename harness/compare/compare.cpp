@@ -161,6 +161,57 @@ std::vector<int32_t> picks_on_own_blocks(const Batch& batch, const Layer& layer,
   return out;
 }
 
+std::vector<int32_t> sorted_picks(const PickTable& t, int64_t index) {
+  std::vector<int32_t> v = t.picks(index);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The public test's expectation of the sparse side: the mask side's picks, except where the
+// sparse side broke a tie of its own ranking numerics (bf16 on consumers) at its k-th score by the
+// reference's tie rule. Per row, the sparse side's extra picks and the mask picks it left out
+// that both equal its k-th ranking score are swapped, when every such extra is a smaller
+// position than every such miss (a tie goes to the smaller position). On data with many exact
+// ties (the edge preset's repeated keys) two fp32 score classes that round to one bf16 value
+// otherwise cost a clean sparse path half of a row's agreement. Returns `mask` unchanged when no
+// row needs it; *swapped counts the positions swapped.
+std::vector<int32_t> mask_picks_with_sparse_ties(const Batch& batch, const std::vector<RowRef>& rows,
+                                                 const PickTable& sparse, const std::vector<int32_t>& mask,
+                                                 const RankFn& rank, int64_t* swapped) {
+  const PickTable m = metrics::positions_table(mask, batch.topk);
+  std::vector<int32_t> out = mask;
+  std::vector<int64_t> swaps(rows.size(), 0);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long i = 0; i < long(rows.size()); ++i) {
+    const RowRef& r = rows[size_t(i)];
+    const std::vector<int32_t> ps = sorted_picks(sparse, r.index), pm = sorted_picks(m, r.index);
+    if (ps == pm || ps.empty() || ps.size() != pm.size()) continue;
+    std::vector<int32_t> missed, extra;
+    std::set_difference(pm.begin(), pm.end(), ps.begin(), ps.end(), std::back_inserter(missed));
+    std::set_difference(ps.begin(), ps.end(), pm.begin(), pm.end(), std::back_inserter(extra));
+    const std::vector<double> s = rank(r.row, ps), s_missed = rank(r.row, missed);
+    const double kth = *std::min_element(s.begin(), s.end());
+    std::vector<int32_t> tied_extra, tied_missed;
+    for (size_t j = 0; j < ps.size(); ++j)
+      if (s[j] == kth && !std::binary_search(pm.begin(), pm.end(), ps[j])) tied_extra.push_back(ps[j]);
+    for (size_t j = 0; j < missed.size(); ++j)
+      if (s_missed[j] == kth) tied_missed.push_back(missed[j]);
+    if (tied_extra.empty() || tied_missed.empty() || tied_extra.back() > tied_missed.front()) continue;
+    const size_t n = std::min(tied_extra.size(), tied_missed.size());
+    std::vector<int32_t> expected;  // pm less its n largest tied misses, plus the n smallest tied extras
+    const std::vector<int32_t> dropped(tied_missed.end() - long(n), tied_missed.end());
+    for (int32_t p : pm)
+      if (!std::binary_search(dropped.begin(), dropped.end(), p)) expected.push_back(p);
+    expected.insert(expected.end(), tied_extra.begin(), tied_extra.begin() + long(n));
+    std::sort(expected.begin(), expected.end());
+    ref::write_positions(expected, batch.topk, out.data() + size_t(r.index) * size_t(batch.topk));
+    swaps[size_t(i)] = int64_t(n);
+  }
+  *swapped = 0;
+  for (int64_t n : swaps) *swapped += n;
+  return out;
+}
+
 Ranking ranking_of(PathKind path, Role role) {
   if (path == PathKind::exact) return Ranking::exact;
   if (role == Role::consumer && path == PathKind::sparse) return Ranking::sparse;
@@ -193,12 +244,6 @@ void add_share(LayerComparison& lc, const MetricResult& m, const std::string& me
     if (r.name == share && r.value < minimum) fail(lc, metric, m.mismatches);
 }
 
-std::vector<int32_t> sorted_picks(const PickTable& t, int64_t index) {
-  std::vector<int32_t> v = t.picks(index);
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 // Per-row figures: agreement, exactness, floor margin and the first missed / extra ids.
 void add_row_figures(LayerComparison& lc, const std::vector<RowRef>& rows, const PickTable& a, const PickTable& b,
                      const MetricResult& agreement, const MetricResult* exact, const MetricResult* floor) {
@@ -229,23 +274,44 @@ struct Context {
   std::vector<int> rows;  // compared rows
 };
 
-LayerComparison not_run(const std::string& layer, const std::string& role, const std::string& why) {
+// A layer with nothing to compare: `not_run` when only the implementation under test recorded
+// it, `incorrect` when the other side recorded an output the implementation did not.
+LayerComparison uncompared(const std::string& layer, const std::string& role, Disposition disposition,
+                           const std::string& why) {
   LayerComparison lc;
   lc.layer = layer;
   lc.role = role;
-  lc.disposition = Disposition::not_run;
+  lc.disposition = disposition;
   lc.failed_metric = why;
   return lc;
 }
 
-// An output the other side recorded and the implementation under test did not.
-LayerComparison missing(const std::string& layer, const std::string& role, const std::string& what) {
-  LayerComparison lc;
-  lc.layer = layer;
-  lc.role = role;
-  lc.disposition = Disposition::incorrect;
-  lc.failed_metric = what;
-  return lc;
+// Rows b computed and a was asked for but did not output: an implementation that omits rows must
+// not pass on the rows it kept. Names the first such row; empty when a did every row asked of it.
+// Recorded outputs (recorded:NAME, straight from a batch file or replayed) are exempt: a capture
+// holds the rows the engine captured, a subset by nature, and was never asked for the others.
+std::vector<LayerComparison> omitted_rows(const Batch& batch, const Results& a, const Results& b,
+                                          const std::vector<int>& asked) {
+  if (a.name.rfind("recorded:", 0) == 0) return {};
+  std::vector<uint8_t> wanted(b.rows_done.size(), asked.empty() ? 1 : 0);
+  for (int r : asked)
+    if (r >= 0 && size_t(r) < wanted.size()) wanted[size_t(r)] = 1;
+  std::vector<int> missed;
+  for (size_t r = 0; r < b.rows_done.size(); ++r)
+    if (b.rows_done[r] == 1 && wanted[r] == 1 && (r >= a.rows_done.size() || a.rows_done[r] != 1)) missed.push_back(int(r));
+  if (missed.empty()) return {};
+  const int first = missed.front();
+  LayerComparison lc = uncompared("rows", "rows", Disposition::incorrect, "rows missing: " + std::to_string(missed.size()) +
+                                  " row(s) computed by " + b.name + " not output by " + a.name);
+  Mismatch m;
+  m.what = "row";
+  m.row = first;
+  m.expected = "output (done by " + b.name + ")";
+  m.actual = "none (rows_done 0)";
+  m.detail = "request " + std::to_string(batch.row_request[size_t(first)]) + ", L " +
+             std::to_string(batch.compress_len[size_t(first)]) + "; " + std::to_string(missed.size()) + " row(s) missing";
+  lc.mismatches.push_back(m);
+  return {lc};
 }
 
 LayerComparison compare_blocks(const Context& c) {
@@ -300,8 +366,14 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
     const PickTable& sparse_side = mask_under_test ? b : a;
     const PickTable& mask_side = mask_under_test ? a : b;
     const PickTable sparse_blocks = metrics::blocks_table(mask_under_test ? c.b.blocks : c.a.blocks);
-    const MetricResult agreement = metrics::set_agreement(rows, sparse_side, mask_side, rules::kPublicAgreement);
+    int64_t swapped = 0;
+    const std::vector<int32_t> expected = mask_picks_with_sparse_ties(
+        c.batch, rows, sparse_side, *mask_side.data, position_rank(c.batch, layer, ranking_of(PathKind::sparse, layer.role)),
+        &swapped);
+    const MetricResult agreement =
+        metrics::set_agreement(rows, sparse_side, metrics::positions_table(expected, c.batch.topk), rules::kPublicAgreement);
     add(lc, agreement, "agreement", true);
+    lc.records.push_back({"agreement.tie_swaps", double(swapped), "count", ""});
     const MetricResult floor =
         metrics::selection_floor(rows, sparse_side, mask_side, consumer && sparse_blocks.present() ? &sparse_blocks : nullptr,
                                  position_rank(c.batch, layer, Ranking::dense), c.batch.topk, c.tolerance);
@@ -375,19 +447,21 @@ Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path
   const Context c{batch, a, b, a_path, b_path, out.rule, options.tolerance, metrics::compared_rows(a, b)};
 
   // What b recorded is expected of a: an output missing on a's side is a failure, never "not
-  // run". An output only a recorded has nothing to be compared with.
+  // run", and so is a row it was asked for and left out. An output only a recorded has nothing
+  // to be compared with.
+  out.layers = omitted_rows(batch, a, b, options.rows);
   if (!a.blocks.empty() && !b.blocks.empty() && batch.source()) out.layers.push_back(compare_blocks(c));
-  else if (!b.blocks.empty()) out.layers.push_back(missing("blocks", "blocks", "blocks missing: no published blocks in " + a.name));
-  else if (!a.blocks.empty()) out.layers.push_back(not_run("blocks", "blocks", "no blocks in " + b.name));
+  else if (!b.blocks.empty()) out.layers.push_back(uncompared("blocks", "blocks", Disposition::incorrect, "blocks missing: no published blocks in " + a.name));
+  else if (!a.blocks.empty()) out.layers.push_back(uncompared("blocks", "blocks", Disposition::not_run, "no blocks in " + b.name));
   for (const Layer& layer : batch.layers) {
     const std::string id = std::to_string(layer.id);
     const bool in_a = has_positions(a, layer.id), in_b = has_positions(b, layer.id);
     if (in_a && in_b) out.layers.push_back(compare_layer(c, layer));
-    else if (in_b) out.layers.push_back(missing(id, role_name(layer.role), "layer " + id + " missing: no picks in " + a.name));
-    else if (in_a) out.layers.push_back(not_run(id, role_name(layer.role), "no picks in " + b.name));
+    else if (in_b) out.layers.push_back(uncompared(id, role_name(layer.role), Disposition::incorrect, "layer " + id + " missing: no picks in " + a.name));
+    else if (in_a) out.layers.push_back(uncompared(id, role_name(layer.role), Disposition::not_run, "no picks in " + b.name));
     if (layer.role != Role::consumer || batch.total_tail_rows == 0 || !in_a) continue;
     if (has_tails(a, layer.id)) out.layers.push_back(compare_tails(c, layer));
-    else out.layers.push_back(missing(id + "/tail", "tail", "layer " + id + " tail positions missing in " + a.name));
+    else out.layers.push_back(uncompared(id + "/tail", "tail", Disposition::incorrect, "layer " + id + " tail positions missing in " + a.name));
   }
 
   bool any_passed = false, any_failed = false;

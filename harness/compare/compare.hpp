@@ -7,11 +7,13 @@
 //               (tails >= 98 % overlap with the full table).
 //   quality     against reference-exact: informational (passed unless invalid); records the
 //               recall of the exact fp64 dense top-k and where the misses happen.
-// Only rows done on both sides are compared. An output the reference side recorded and the
+// Only rows done on both sides are compared; a row asked of the implementation (options.rows)
+// that the other side did and it did not is incorrect, naming the first one. An output the reference side recorded and the
 // implementation did not (blocks, a layer, a tail table) is incorrect ("layer 28 missing");
 // "not run" is left for an implementation that could not run at all.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/batch.hpp"
 #include "core/results.hpp"
@@ -24,6 +26,9 @@ namespace dsa {
 struct CompareOptions {
   double tolerance = rules::kFloorTolerance;         // selection floor, relative
   std::optional<Rule> rule;                             // default: choose_rule(paths)
+  // The rows the implementation under test was asked for (empty: all). A row among them that
+  // the other side computed and the implementation did not output is incorrect ("rows missing").
+  std::vector<int> rows;
 };
 
 // Same path -> own-path; sparse vs mask (either way) -> public-test; one side exact and the

@@ -126,6 +126,7 @@ class BatchRun {
     std::vector<Comparison> comparisons;
     CompareOptions copt;
     copt.tolerance = opt_.tolerance;
+    copt.rows = rows_;
     for (const Against& a : comparisons_for(impl, runnable)) {
       copt.rule = a.rule;
       const Results& against = results_of(a.name, false);

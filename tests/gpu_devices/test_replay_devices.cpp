@@ -5,25 +5,16 @@
 #include <filesystem>
 
 #include "harness/replay/replay.hpp"
+#include "tests/harness/replay/replay_fixture.hpp"
 #include "tests/catch.hpp"
 
 using namespace dsa;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::quick;
+using test::TempDir;
 
 namespace {
-
-ReplayOptions quick(const std::string& out) {
-  ReplayOptions o;
-  o.inputs = {DSA_FIXTURES_DIR};
-  o.impls = {"reference-sparse", "reference-mask"};  // pinned: the same cases on every host
-  o.rows = "6";
-  o.seed = 3;
-  o.out_dir = out;
-  o.progress = nullptr;
-  o.shard = Shard{};
-  return o;
-}
 
 json masked_without_devices(const Report& r) {
   json j = mask_volatile(report_to_json(r));
@@ -34,8 +25,8 @@ json masked_without_devices(const Report& r) {
 }  // namespace
 
 TEST_CASE("replay: --devices 0,1 runs one process per GPU and merges them into the whole run") {
-  const fs::path dir = fs::temp_directory_path() / ("dsa-replay-devices-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const TempDir tmp("devices");
+  const fs::path& dir = tmp.path;
   const Report whole = run_replay(quick((dir / "whole").string()));
   ReplayOptions o = quick((dir / "spread").string());
   o.devices = {0, 1};
@@ -47,5 +38,4 @@ TEST_CASE("replay: --devices 0,1 runs one process per GPU and merges them into t
   const json expected = masked_without_devices(whole);
   CHECK(masked_without_devices(spread) == expected);
   CHECK(masked_without_devices(read_report((dir / "spread/report.json").string())) == expected);
-  fs::remove_all(dir);
 }

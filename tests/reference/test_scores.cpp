@@ -150,7 +150,8 @@ TEST_CASE("exact combination against __int128 for spreads of 50 to 110 binades")
     e4[3] = e(rng);
     for (int i = 0; i < 4; ++i) g4[i] = g(rng);
     __int128 n = 0;
-    for (int i = 0; i < 4; ++i) n += (__int128)g4[i] << (e4[i] - lo);
+    // Multiply, not shift: g4[i] may be negative, and a left shift of a negative value is UB.
+    for (int i = 0; i < 4; ++i) n += (__int128)g4[i] * ((__int128)1 << (e4[i] - lo));
     const float want = std::ldexp(float(n), lo);  // float(__int128) rounds once; scaling is exact here
     if (std::fpclassify(want) != FP_NORMAL) continue;
     ++tested;

@@ -6,6 +6,8 @@
 #  2. A header genuinely missing (CMake's search root hides nlohmann/json.hpp and its package
 #     config): exit 4, naming the header and its package, and nothing else as missing.
 #  3. The cmake on PATH older than cmake_minimum_required: exit 4, naming it, install attempted.
+#  4. DSA_WITH_FUZZ=1 and a clang++ that cannot link libFuzzer: named as optional (package clang),
+#     install attempted, exit 0 (only tools/fuzz.sh needs it); without DSA_WITH_FUZZ: not asked.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
@@ -25,7 +27,7 @@ chmod +x "$stubs"/* "$elsewhere/cmake"
 
 sandbox() {  # runs install-deps.sh with the stubs (and $front before all); output in $tmp/out, exit code echoed
   local rc=0
-  env -u DSA_WITH_BROWSER -u DSA_WITH_SLURM PATH="${front:+$front:}$stubs:$elsewhere:$PATH" "$@" "$repo/tools/install-deps.sh" >"$tmp/out" 2>&1 || rc=$?
+  env -u DSA_WITH_BROWSER -u DSA_WITH_SLURM -u DSA_WITH_FUZZ PATH="${front:+$front:}$stubs:$elsewhere:$PATH" "$@" "$repo/tools/install-deps.sh" >"$tmp/out" 2>&1 || rc=$?
   echo "$rc"
 }
 
@@ -86,3 +88,19 @@ rc=$(front=$old sandbox)
 grep -q "cannot proceed: cmake >= [0-9.]* on PATH (Debian/Ubuntu package cmake)" "$tmp/out" || { cat "$tmp/out" >&2; fail "case 3: the old cmake is not named"; }
 [[ -e $tmp/package-manager.log ]] || fail "case 3: no install was attempted"
 echo "case 3 passed: exit 4: $(grep 'cmake >=' "$tmp/out")"
+
+# ---- 4. fuzzing asked for, and a clang++ that cannot build a fuzzer
+noclang=$tmp/noclang/bin
+mkdir -p "$noclang"
+printf '#!/bin/sh\necho "clang++: error: unsupported option -fsanitize=fuzzer" >&2\nexit 1\n' >"$noclang/clang++"
+chmod +x "$noclang/clang++"
+rm -f "$tmp/package-manager.log"
+rc=$(front=$noclang sandbox DSA_WITH_FUZZ=1)
+[[ $rc == 0 ]] || { cat "$tmp/out" >&2; fail "case 4: exit $rc, expected 0"; }
+grep -q "some tests will fail without it: clang++ with libFuzzer.*(Debian/Ubuntu package clang)" "$tmp/out" || { cat "$tmp/out" >&2; fail "case 4: clang is not named"; }
+[[ -e $tmp/package-manager.log ]] || fail "case 4: no install was attempted"
+rm -f "$tmp/package-manager.log"
+rc=$(front=$noclang sandbox)
+[[ $rc == 0 ]] || { cat "$tmp/out" >&2; fail "case 4: exit $rc without DSA_WITH_FUZZ, expected 0"; }
+! grep -q "libFuzzer" "$tmp/out" || fail "case 4: clang asked for without DSA_WITH_FUZZ"
+echo "case 4 passed: $(grep libFuzzer "$tmp/out" || echo 'not asked without DSA_WITH_FUZZ')"

@@ -63,6 +63,7 @@ TEST_CASE("--rows rejects what it cannot read, naming the option") {
   CHECK_THROWS_AS(select_rows(b, "ten", 0), InputError);
   CHECK_THROWS_AS(select_rows(b, "-3", 0), InputError);
   CHECK_THROWS_AS(select_rows(b, "1,,2", 0), InputError);
+  CHECK_THROWS_AS(select_rows(b, "", 0), InputError);  // an unset variable, never "all"
   try {
     select_rows(b, "1,x", 0);
     FAIL("--rows 1,x was accepted");

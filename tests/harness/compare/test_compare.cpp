@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,9 @@
 #include "harness/compare/compare.hpp"
 #include "harness/generate/generate.hpp"
 #include "harness/impls/reference.hpp"
+#include "harness/impls/reference_views.hpp"
 #include "gpu/gpu_implementations.hpp"
+#include "reference/formats.hpp"
 #include "reference/scores.hpp"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
@@ -282,6 +285,55 @@ TEST_CASE("own path: swaps among exact ties on real data are not flagged (edge p
         "validity");
 }
 
+TEST_CASE("public test: bf16 ties of the sparse path broken by the tie rule agree, broken the other way they do not") {
+  // Edge seed 1010, layer 36, row 7 (L = 1000, four repeated keys: four classes of 250 equal
+  // scores): fp32 21.483 and 21.306 both round to bf16 21.375, so at the k-th place the correct
+  // sparse path takes the smaller positions of both classes and the mask path all of the higher
+  // one. Agreement was 0.77 and the clean reference failed.
+  GenerateOptions o;
+  o.preset = "edge";
+  o.seed = 1010;
+  const Batch b = generate_batch(o);
+  const Results sparse = make_reference(PathKind::sparse)->run(b, {});
+  const Results mask = make_reference(PathKind::mask)->run(b, {});
+  const Comparison c = compare_results(b, sparse, PathKind::sparse, mask, PathKind::mask);
+  CHECK(c.rule == Rule::public_test);
+  CHECK(c.disposition == Disposition::passed);
+  const LayerComparison& l36 = layer_of(c, "36");
+  CHECK(value(l36, "agreement.min") >= rules::kPublicAgreement);
+  CHECK(value(l36, "agreement.tie_swaps") >= 119);  // row 7's alone; other tie rows add theirs
+  const auto fig = std::find_if(l36.rows.begin(), l36.rows.end(), [](const RowFigure& f) { return f.row == 7; });
+  REQUIRE(fig != l36.rows.end());
+  CHECK(fig->agreement == 1.0);
+
+  // The same row with the tie broken towards larger positions: the k-th class's smallest
+  // positions replaced by its largest unpicked ones. Still a valid top-k by bf16 score.
+  const int row = 7, layer = 36, k = b.topk;
+  const int32_t L = b.compress_len[row];
+  REQUIRE(L == 1000);
+  std::vector<int32_t> all(static_cast<size_t>(L));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<uint16_t> s(all.size());
+  const Layer& ly = *std::find_if(b.layers.begin(), b.layers.end(), [&](const Layer& x) { return x.id == layer; });
+  ref::sparse_scores_at(query_of(ly, row), keys_of(b, row), all.data(), L, s.data());
+  Results reversed = sparse;
+  int32_t* picks = reversed.layers.at(layer).positions.data() + size_t(row) * size_t(k);
+  float kth = INFINITY;
+  for (int i = 0; i < k; ++i) kth = std::min(kth, ref::bf16_to_float(s[size_t(picks[i])]));
+  std::vector<int32_t> kept, tied;
+  for (int i = 0; i < k; ++i)
+    if (ref::bf16_to_float(s[size_t(picks[i])]) > kth) kept.push_back(picks[i]);
+  for (int32_t p = L - 1; p >= 0 && kept.size() + tied.size() < size_t(k); --p)
+    if (ref::bf16_to_float(s[size_t(p)]) == kth) tied.push_back(p);
+  kept.insert(kept.end(), tied.begin(), tied.end());
+  std::sort(kept.begin(), kept.end());
+  std::copy(kept.begin(), kept.end(), picks);
+  const Comparison r = compare_results(b, reversed, PathKind::sparse, mask, PathKind::mask);
+  CHECK(r.disposition == Disposition::incorrect);
+  CHECK(layer_of(r, "36").failed_metric == "agreement");
+  CHECK(layer_of(r, "36").mismatches.at(0).row == row);
+}
+
 TEST_CASE("public test with the mask path under test still measures against the mask floor") {
   const Batch& b = smoke();
   const Comparison c = compare_results(b, reference(PathKind::mask), PathKind::mask, reference(PathKind::sparse), PathKind::sparse);
@@ -379,15 +431,54 @@ TEST_CASE("picks and blocks far outside the row fail validity and never reach th
   }
 }
 
-TEST_CASE("only rows done on both sides are compared") {
+TEST_CASE("only rows done on both sides are compared, when the run asked for those rows") {
   const Batch& b = smoke();
   Results a = reference(PathKind::sparse);
   const auto [layer, row] = consumer_row(b);
   plant_low_pick(b, a, layer, row);
   a.rows_done[size_t(row)] = 0;  // the planted row was not computed: never compared
-  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CompareOptions asked;          // ... because the run asked for every row but that one
+  for (int r = 0; r < b.rows(); ++r)
+    if (r != row) asked.rows.push_back(r);
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse, asked);
   CHECK(c.disposition == Disposition::passed);
   CHECK(layer_of(c, std::to_string(layer)).rows.size() == size_t(b.rows() - 1));
+}
+
+TEST_CASE("a row asked for, done by the reference and not output by the implementation is incorrect") {
+  const Batch& b = smoke();
+  Results a = reference(PathKind::sparse);
+  a.name = "forgetful";
+  const int first = 2, second = 4;
+  a.rows_done[size_t(second)] = 0;
+  a.rows_done[size_t(first)] = 0;
+  // Every kept row is right: only the omission can fail it.
+  const Comparison c = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse);
+  CHECK(c.disposition == Disposition::incorrect);
+  const LayerComparison& l = layer_of(c, "rows");
+  CHECK(l.disposition == Disposition::incorrect);
+  CHECK(l.failed_metric == "rows missing: 2 row(s) computed by reference-sparse not output by forgetful");
+  REQUIRE(l.mismatches.size() == 1);
+  CHECK(l.mismatches[0].row == first);
+  CHECK(mismatch_text(l.layer, l.mismatches[0]) ==
+        "layer rows row 2: expected row output (done by reference-sparse), got none (rows_done 0) (request " +
+            std::to_string(b.row_request[first]) + ", L " + std::to_string(b.compress_len[first]) + "; 2 row(s) missing)");
+  // The same under the public test, and when the run asked for exactly the omitted row.
+  CHECK(compare_results(b, a, PathKind::sparse, reference(PathKind::mask), PathKind::mask).disposition == Disposition::incorrect);
+  CompareOptions only;
+  only.rows = {second};
+  const Comparison one = compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse, only);
+  CHECK(one.disposition == Disposition::incorrect);
+  CHECK(layer_of(one, "rows").mismatches.at(0).row == second);
+  // Recorded outputs hold the rows the engine captured: fewer rows is no omission.
+  Results capture = a;
+  capture.name = "recorded:engine";
+  CHECK(compare_results(b, capture, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse).disposition ==
+        Disposition::passed);
+  // An implementation that output nothing at all is incorrect, never "not run".
+  std::fill(a.rows_done.begin(), a.rows_done.end(), uint8_t(0));
+  CHECK(compare_results(b, a, PathKind::sparse, reference(PathKind::sparse), PathKind::sparse).disposition ==
+        Disposition::incorrect);
 }
 
 TEST_CASE("an output the reference recorded and the implementation did not is incorrect, not 'not run'") {
@@ -533,5 +624,18 @@ TEST_CASE("CLI: run writes a result file compare accepts; exit 0 passed, 1 plant
   const std::string cmp2 = bin + " compare " + batch + " " + planted;
   CHECK(exit_status(cmp2 + " --impl reference-sparse --against reference-mask") == 1);
   CHECK(exit_status(cmp2 + " --impl reference-mask --against reference-mask") == 0);
+
+  // A subset run against a full one: passes when compare is told the rows it was run with,
+  // fails when it is not (the rows it left out are missing).
+  const std::string mixed = (dir / "mixed.results.h5").string();
+  REQUIRE(exit_status(bin + " run " + batch + " --impl reference-sparse --rows 1,2 -o " + mixed) == 0);
+  std::vector<Results> both = read_results(mixed, b);
+  Results full = reference(PathKind::mask);
+  both.push_back(full);
+  write_results(mixed, b, both);
+  const std::string cmp3 = bin + " compare " + batch + " " + mixed + " --impl reference-sparse --against reference-mask";
+  CHECK(exit_status(cmp3 + " --rows 1,2") == 0);
+  CHECK(exit_status(cmp3) == 1);
+  CHECK(exit_status(cmp3 + " --rows ''") == 4);
   fs::remove_all(dir);
 }

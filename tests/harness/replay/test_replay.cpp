@@ -19,39 +19,18 @@
 #include "harness/impls/registry.hpp"
 #include "harness/replay/replay.hpp"
 #include "harness/replay/cases.hpp"
+#include "tests/harness/replay/replay_fixture.hpp"
 #include "tests/catch.hpp"
 
 using namespace dsa;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::quick;
+using test::TempDir;
 
 namespace {
 
 const std::string kFixtures = DSA_FIXTURES_DIR;
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("dsa-replay-" + tag + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string sub(const std::string& name) const { return (path / name).string(); }
-};
-
-// The references on a sample of rows of every fixture: cheap, and every comparison kind runs.
-ReplayOptions quick(const std::string& out) {
-  ReplayOptions o;
-  o.inputs = {kFixtures};
-  o.impls = {"reference-sparse", "reference-mask"};
-  o.rows = "6";
-  o.seed = 3;
-  o.out_dir = out;
-  o.progress = nullptr;
-  o.shard = Shard{};
-  return o;
-}
 
 json masked(const Report& r) { return mask_volatile(report_to_json(r)); }
 
