@@ -26,7 +26,7 @@ TEST_CASE("bench options: each bad option is refused naming it and its rule") {
   for (const auto& b : bad) {
     BenchOptions o;
     b.change(o);
-    CHECK_THROWS_WITH(check_bench_options(o), Catch::StartsWith(b.message));
+    CHECK_THROWS_WITH(check_bench_options(o), dsa_test::starts_with(b.message));
   }
   BenchOptions files;
   files.inputs = {std::string(DSA_FIXTURES_DIR) + "/smoke.h5"};

@@ -47,7 +47,7 @@ TEST_CASE("torch peer: its JSON becomes a run of torch-mask figures") {
 TEST_CASE("torch peer: malformed output names the file and the key") {
   nlohmann::json j = peer_json();
   j["stages"][0].erase("median_ms");
-  CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), Catch::Contains("peer.json: stages: malformed"));
+  CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), dsa_test::contains("peer.json: stages: malformed"));
   j = peer_json();
   j["stages"] = nlohmann::json::array();
   CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), "peer.json: stages: the torch peer timed no stage");
