@@ -41,7 +41,11 @@ def prepare(folder):
     (folder / "build").symlink_to(BINARY.parent)
     tools = folder / ".bin"  # `python3` is the Python the tests run with, as for the user
     tools.mkdir()
-    (tools / "python3").symlink_to(sys.executable)
+    # A wrapper, not a symlink: a venv's interpreter started through a link elsewhere does not
+    # find its pyvenv.cfg and loses the venv's packages (numpy on the GPU box, device run 24).
+    wrapper = tools / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
     return dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}")
 
 
