@@ -52,14 +52,19 @@ mutant "compare skips the last layer" harness/compare/compare.cpp \
   'for (const Layer& layer : batch.layers) {' 'for (const Layer& layer : batch.layers) { if (&layer == &batch.layers.back()) continue;' \
   test_compare "a reference passes against itself on every layer"
 mutant "a layer missing on the implementation's side is 'not run'" harness/compare/compare.cpp \
-  'out.layers.push_back(missing(id, role_name(layer.role), "layer "' 'out.layers.push_back(not_run(id, role_name(layer.role), "layer "' \
+  'out.layers.push_back(uncompared(id, role_name(layer.role), Disposition::incorrect, "layer "' \
+  'out.layers.push_back(uncompared(id, role_name(layer.role), Disposition::not_run, "layer "' \
   test_compare "an output the reference recorded and the implementation did not is incorrect"
 mutant "missing blocks are 'not run'" harness/compare/compare.cpp \
-  'out.layers.push_back(missing("blocks", "blocks",' 'out.layers.push_back(not_run("blocks", "blocks",' \
+  'out.layers.push_back(uncompared("blocks", "blocks", Disposition::incorrect,' \
+  'out.layers.push_back(uncompared("blocks", "blocks", Disposition::not_run,' \
   test_compare "an output the reference recorded and the implementation did not is incorrect"
 mutant "a missing tail table passes" harness/compare/compare.cpp \
-  'else out.layers.push_back(missing(id + "/tail",' 'else if (false) out.layers.push_back(missing(id + "/tail",' \
+  'else out.layers.push_back(uncompared(id + "/tail",' 'else if (false) out.layers.push_back(uncompared(id + "/tail",' \
   test_compare "a consumer without its tail table is incorrect"
+mutant "rows the implementation left out pass" harness/compare/compare.cpp \
+  '  if (missed.empty()) return {};' '  if (true) return {};' \
+  test_compare "a row asked for that the reference did and the implementation left out is incorrect"
 mutant "--repeat never compares the repeats" harness/replay/batch_run.cpp \
   'for (int i = 1; i < opt_.repeat; ++i) {' 'for (int i = 1; i < 1; ++i) {' \
   test_replay "replay --repeat: a planted nondeterministic implementation is caught"
@@ -91,8 +96,10 @@ replace_once() {
 }
 
 build_target() { cmake --build "$build" -j "$jobs" --target "$1" >"$work/build.log" 2>&1; }
-# TESTS is a test-name prefix (Catch reads commas as "or", so names are cut before any comma).
-run_tests() { (cd "$build/tests" && "./$1" --order lex "$2*" >"$work/test.log" 2>&1); }
+# TESTS is a test-name prefix (Catch reads commas as "or": names here have none). A filter that
+# matches no test fails (--warn NoTests), so the clean run below catches a stale name instead of
+# a mutant "surviving" an empty run.
+run_tests() { (cd "$build/tests" && "./$1" --order lex --warn NoTests "$2*" >"$work/test.log" 2>&1); }
 
 start=$SECONDS
 echo "mutants: building the clean copy (CPU only)"

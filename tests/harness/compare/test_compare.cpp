@@ -445,7 +445,7 @@ TEST_CASE("only rows done on both sides are compared, when the run asked for tho
   CHECK(layer_of(c, std::to_string(layer)).rows.size() == size_t(b.rows() - 1));
 }
 
-TEST_CASE("a row asked for, done by the reference and not output by the implementation is incorrect") {
+TEST_CASE("a row asked for that the reference did and the implementation left out is incorrect") {
   const Batch& b = smoke();
   Results a = reference(PathKind::sparse);
   a.name = "forgetful";
