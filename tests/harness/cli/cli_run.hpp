@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/scratch_dir.hpp"
+
 namespace dsa::test {
 
 struct CliResult {
@@ -46,18 +48,9 @@ inline CliResult cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-struct Scratch {
-  std::filesystem::path path;
-  explicit Scratch(const std::string& tag)
-      : path(std::filesystem::temp_directory_path() / ("dsa-cli-" + tag + "-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string sub(const std::string& name) const { return (path / name).string(); }
+// The CLI tests' scratch folder (tests/scratch_dir.hpp).
+struct Scratch : ScratchDir {
+  explicit Scratch(const std::string& tag) : ScratchDir("dsa-cli-", tag) {}
 };
 
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

@@ -17,22 +17,15 @@
 #include "harness/impls/mutants.hpp"
 #include "harness/impls/registry.hpp"
 #include "tests/catch.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace dsa;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Folder {
-  fs::path path;
-  explicit Folder(const std::string& tag) : path(fs::temp_directory_path() / ("dsa-mutants-" + tag + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Folder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct Folder : test::ScratchDir {
+  explicit Folder(const std::string& tag) : ScratchDir("dsa-mutants-", tag) {}
 };
 
 int replay(const std::string& args, std::string* output = nullptr) {

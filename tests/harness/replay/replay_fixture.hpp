@@ -1,25 +1,16 @@
 #pragma once
 // What the replay tests share (tests/harness/replay and tests/gpu_devices): a scratch folder and a
 // quick replay of the committed fixtures.
-#include <unistd.h>
-
-#include <filesystem>
 #include <string>
 
 #include "harness/replay/replay.hpp"
+#include "tests/scratch_dir.hpp"
 
 namespace dsa::test {
 
-// A fresh folder under the temp directory, removed with the object.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& tag)
-      : path(std::filesystem::temp_directory_path() / ("dsa-replay-" + tag + "-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string sub(const std::string& name) const { return (path / name).string(); }
+// The replay tests' scratch folder (tests/scratch_dir.hpp).
+struct TempDir : ScratchDir {
+  explicit TempDir(const std::string& tag) : ScratchDir("dsa-replay-", tag) {}
 };
 
 // The references on a sample of rows of every fixture: cheap, and every comparison kind runs.
