@@ -8,7 +8,8 @@
 # Usage (repo root):  tools/device-check.sh [STAGE...]
 #   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
 #   given stages run in the order given); also readme (the README's two commands, offline),
-#   sanitize (compute-sanitizer racecheck and initcheck on smoke) and bench (`dsa-harness bench`
+#   sanitize (compute-sanitizer racecheck and initcheck on smoke), profile (Nsight Compute,
+#   DSA_PROFILE_KERNELS) and bench (`dsa-harness bench`
 #   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
 #   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
@@ -123,6 +124,19 @@ do_timing() {
   } >>"$OUT/timings.md" 2>/dev/null
   echo
   sed -n '/per-kernel timings/,$p' "$LOGS/timing-chunk-256k.log" | grep -E "^\||timings" | tee -a "$SUMMARY"
+}
+
+# Nsight Compute on the kernels matching DSA_PROFILE_KERNELS (a regex; default the main ones of
+# the sparse path): the first DSA_PROFILE_COUNT (8) matching launches of the chunk-256k timing run,
+# in launch order, full sections, as text and .ncu-rep.
+do_profile() {
+  local re=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk_kernel|own_topk_check_kernel|sparse_split_kernel"}
+  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 stage ncu 560 ncu --clock-control none --set full \
+    --kernel-name "regex:$re" --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile" \
+    "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
+  ncu --import "$OUT/profile.ncu-rep" --page details >"$OUT/profile.txt" 2>&1
+  grep -E "^  [a-z_]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy" \
+    "$OUT/profile.txt" | head -60 | tee -a "$SUMMARY"
 }
 
 # Ceilings, both paths across contexts and the PyTorch peer in one run; the generated batches stay

@@ -6,6 +6,8 @@
 //   DSA_CHECK_ROWS    N: N sampled rows (plus shortest and longest), default all rows
 //   DSA_CHECK_TIMING  1: also time every kernel over all rows (no reference, no scores)
 //   DSA_CHECK_TABLE   file to write the timing table to (Markdown)
+//   DSA_CHECK_SAMPLES timed samples per kernel (default 20; 1 under a profiler)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -112,7 +114,7 @@ TEST_CASE("device check: per-kernel timings over all rows", "[.device-timing]") 
   const Batch batch = generate_batch(g);
   RunOptions o;
   o.timing = true;
-  o.timing_samples = 20;
+  o.timing_samples = std::max(1, std::atoi(env("DSA_CHECK_SAMPLES", "20").c_str()));
   std::vector<Results> runs;
   runs.push_back(gpu::make_gpu_sparse()->run(batch, o));
   runs.push_back(gpu::make_gpu_mask()->run(batch, o));
