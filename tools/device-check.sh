@@ -131,7 +131,7 @@ do_timing() {
 # in launch order, full sections, as text and .ncu-rep.
 do_profile() {
   local re=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk_kernel|own_topk_check_kernel|sparse_split_kernel"}
-  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 stage ncu 560 ncu --clock-control none --set full \
+  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 DSA_CHECK_PATHS=${DSA_PROFILE_PATHS:-sparse} stage ncu 560 ncu --clock-control none --set full \
     --kernel-name "regex:$re" --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile" \
     "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
   ncu --import "$OUT/profile.ncu-rep" --page details >"$OUT/profile.txt" 2>&1

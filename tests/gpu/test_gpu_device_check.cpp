@@ -7,6 +7,7 @@
 //   DSA_CHECK_TIMING  1: also time every kernel over all rows (no reference, no scores)
 //   DSA_CHECK_TABLE   file to write the timing table to (Markdown)
 //   DSA_CHECK_SAMPLES timed samples per kernel (default 20; 1 under a profiler)
+//   DSA_CHECK_PATHS   sparse: time gpu-sparse only (a profiler run need not wait for the mask path)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -117,7 +118,7 @@ TEST_CASE("device check: per-kernel timings over all rows", "[.device-timing]") 
   o.timing_samples = std::max(1, std::atoi(env("DSA_CHECK_SAMPLES", "20").c_str()));
   std::vector<Results> runs;
   runs.push_back(gpu::make_gpu_sparse()->run(batch, o));
-  runs.push_back(gpu::make_gpu_mask()->run(batch, o));
+  if (env("DSA_CHECK_PATHS", "both") != "sparse") runs.push_back(gpu::make_gpu_mask()->run(batch, o));
   const std::string table = timing_table(runs, preset);
   std::printf("%s per-kernel timings (%s)\n%s", preset.c_str(), gpu::describe_device().c_str(), table.c_str());
   for (const Results& r : runs) std::printf("notes %s: %s\n", r.name.c_str(), r.notes.c_str());
