@@ -60,7 +60,8 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[64], uint64_t da, uint64_t db,
       : "l"(da), "l"(db), "r"(scale_d));
 }
 
-// Starts copying the keys of positions pt.. (< p1) and their scales into stage buf.
+// Starts copying the keys of positions pt.. (< p1) and their scales into stage buf (the last,
+// partial step of a block; KeyCopy does the full ones).
 __device__ __forceinline__ void stage_keys(WgmmaSmem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
                                            int p1) {
   for (int i = threadIdx.x; i < kKeys * 8; i += 128) {
@@ -78,6 +79,36 @@ __device__ __forceinline__ void stage_keys(WgmmaSmem& sm, int buf, const DenseWg
     else
       sm.kscale[buf][threadIdx.x] = 1.0f;  // past the end: not a wide key
   }
+}
+
+// A thread's share of every full key stage, worked out once per block (ncu: the per-step address
+// arithmetic of stage_keys was a fifth of the kernel's instructions): chunk c = tid & 7 of key
+// rows m0 + 16 j (m0 = tid >> 3, j < 4). Those rows share m & 7, so the swizzled destinations are
+// one offset + 2048 j, and step s reads 64 keys (8 KB) further than step 0.
+struct KeyCopy {
+  const int8_t* src;   // chunk c of key row m0 of step 0
+  unsigned dst;        // its place in stage 0
+  const float* ssrc;   // scale of position tid of step 0 (tid < 64)
+  unsigned sdst;
+};
+
+__device__ __forceinline__ KeyCopy key_copy(WgmmaSmem& sm, const DenseWgmmaArgs& a, int64_t kcol, int p0) {
+  const int m0 = threadIdx.x >> 3, c = threadIdx.x & 7;
+  KeyCopy k;
+  k.src = a.ks + (kcol + p0 + m0) * 128 + c * 16;
+  k.dst = unsigned(__cvta_generic_to_shared(sm.k[0] + swizzled(m0, c)));
+  k.ssrc = a.kscale + kcol + p0 + threadIdx.x;
+  k.sdst = unsigned(__cvta_generic_to_shared(&sm.kscale[0][threadIdx.x & (kKeys - 1)]));
+  return k;
+}
+
+// Starts copying step s (all 64 positions below p1) into stage buf.
+__device__ __forceinline__ void stage_full(const KeyCopy& k, int s, int buf) {
+  const int8_t* src = k.src + s * (kKeys * 128);
+  const unsigned dst = k.dst + buf * (kKeys * 128);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) cp_async16_cg(dst + j * 2048, src + j * 2048);
+  if (threadIdx.x < kKeys) cp_async4(k.sdst + buf * (kKeys * 4), k.ssrc + s * kKeys);
 }
 
 // The query columns, weights and multipliers of the block's rows; returns whether any head
@@ -192,9 +223,17 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const bool odd = (t & 1) != 0;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
+  const int nfull = (b.p1 - b.p0) / kKeys;  // steps with all 64 positions below p1
+  const KeyCopy kc = key_copy(sm, a, b.kcol, b.p0);
+  auto stage = [&](int s) {
+    if (s < nfull)
+      stage_full(kc, s, s % kStages);
+    else if (s < nsteps)
+      stage_keys(sm, s % kStages, a, b.kcol, b.p0 + s * kKeys, b.p1);
+  };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nsteps) stage_keys(sm, s, a, b.kcol, b.p0 + s * kKeys, b.p1);
+    stage(s);
     cp_async_commit();
   }
   int shift[2], rlen[2];
@@ -211,8 +250,7 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
     cp_async_wait<kStages - 2>();
     fence_proxy_async();
     __syncthreads();  // this step's keys landed; every wgmma of the last step has completed
-    if (s + kStages - 1 < nsteps)
-      stage_keys(sm, (s + kStages - 1) % kStages, a, b.kcol, b.p0 + (s + kStages - 1) * kKeys, b.p1);
+    stage(s + kStages - 1);
     cp_async_commit();
     const int buf = s % kStages;
     const uint64_t da = smem_desc(sm.k[buf]);

@@ -3,9 +3,10 @@
 // query prep admits (gpu/prep: the wgmma form); the other rows take launch_dense_logits.
 //
 // Exact route (per head h of a row, per key p):
-//   * one int32 accumulator S: groups 0-2 of the query folded to their minimum exponent, group 3
-//     raw with the in-place multiplier 2^(m012 - e3) applied to the accumulator between the
-//     k-steps, or folded when it lies at most 3 binades above; keys fully folded (key prep).
+//   * one int32 accumulator S: the query's four groups folded to their minimum exponent when they
+//     span at most 3 binades; else groups 0-2 folded to their minimum m012 and group 3 raw, with
+//     the in-place multiplier 2^(m012 - e3) applied to the accumulator between the k-steps; keys
+//     fully folded (key prep).
 //     |S| < 2^24 (checked per head against the largest key value 96).
 //   * relu and conversion in one integer max: the bits of max(S, 0) read as a float are exactly
 //     x = S * 2^-149 (subnormal below 2^23, first binade up to 2^24).

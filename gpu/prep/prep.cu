@@ -90,22 +90,25 @@ __device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8
   return shape_ok && bound * 96 < (int64_t(1) << 23);
 }
 
-// The wgmma form of one query head (dense_wgmma.cuh): groups 0-2 shifted to their minimum m012;
-// group 3 raw when e3 <= m012 (base e3, multiplier 2^(m012 - e3) on groups 0-2), else shifted when
-// it lies at most 3 binades above (base m012, multiplier 1). Returns whether the head fits:
-// |S| < 2^24 for any folded key (values <= 96).
+// The wgmma form of one query head (dense_wgmma.cuh): all four groups shifted to their minimum
+// exponent when they span at most 3 binades (base = that minimum, no multiplier: the common case,
+// and the kernel then skips the in-place multiply and its extra wait); else groups 0-2 shifted to
+// their minimum m012 and group 3 raw when e3 < m012 (base e3, multiplier 2^(m012 - e3) on groups
+// 0-2). Returns whether the head fits: |S| < 2^24 for any folded key (values <= 96).
 __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int* mul, int* base) {
   int e[4];
   for (int g = 0; g < 4; ++g) e[g] = scales[g];
   const int m012 = min(min(e[0], e[1]), e[2]);
-  const int span012 = max(max(e[0], e[1]), e[2]) - m012;
-  const bool g3_raw = e[3] <= m012;
-  const bool shape_ok = span012 <= 3 && (g3_raw ? m012 - e[3] <= 20 : e[3] - m012 <= 3);
-  *base = g3_raw ? e[3] : m012;
+  const int m4 = min(m012, e[3]);
+  const bool fold_all = max(max(e[0], e[1]), max(e[2], e[3])) - m4 <= 3;
+  const bool g3_raw = !fold_all && e[3] < m012;
+  const bool shape_ok =
+      fold_all || (g3_raw && max(max(e[0], e[1]), e[2]) - m012 <= 3 && m012 - e[3] <= 20);
+  *base = fold_all ? m4 : e[3];
   *mul = shape_ok && g3_raw ? 1 << (m012 - e[3]) : 1;
   int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
   for (int g = 0; g < 4; ++g) {
-    const int shift = !shape_ok ? 0 : g < 3 ? e[g] - m012 : g3_raw ? 0 : e[3] - m012;
+    const int shift = !shape_ok ? 0 : fold_all ? e[g] - m4 : g < 3 ? e[g] - m012 : 0;
     bound += int64_t(fold_group(payload, g, shift, out)) * (g < 3 ? *mul : 1);
   }
   return shape_ok && bound * 96 < (int64_t(1) << 24);

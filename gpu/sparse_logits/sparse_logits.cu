@@ -22,7 +22,7 @@ namespace dsa::gpu {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kDepth = 6;              // key tiles in flight per warp (shared-memory ring)
+constexpr int kDepth = 8;              // key tiles in flight per warp (shared-memory ring; a power of two)
 constexpr int kSplitBlocksPerSm = 4;   // 16 warps per SM: 128 registers for the split route
 constexpr int kMagicMulSum = 227;      // 12 * 96 * 32 * 227 < 2^23: the float-bits conversion is exact
 
@@ -193,15 +193,35 @@ __device__ __forceinline__ void score_block_fast(const Q& q, const FastRow& r, u
   }
 }
 
-// Starts copying block `blk` (or nothing, for blk < 0) into `slot`; always one commit group.
-__device__ __forceinline__ void request_tile(TileSlot& slot, const SparseLogitsArgs& a, int64_t kcol, int blk) {
+// Where a warp's lane copies a block's key fragments and scale from, and to, worked out once per
+// row (ncu: per-block address arithmetic, ring indexing by 6 and generic-to-shared conversions
+// were a third of the loop's instructions). Block blk's fragments start blk * 1024 bytes and its
+// scales blk * 8 floats further; ring slot j sits at ring + (j % kDepth) * sizeof(TileSlot).
+struct TileCopy {
+  const int8_t* frag;   // key g of block 0, this lane's 32 bytes
+  const float* scale;   // scale of key g of block 0
+  unsigned ring;        // this lane's fragment bytes in slot 0
+  unsigned ring_scale;  // this lane's scale in slot 0
+};
+
+__device__ __forceinline__ TileCopy tile_copy(const SparseLogitsArgs& a, int64_t kcol, TileSlot* ring) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  TileCopy c;
+  c.frag = a.kfrag + (kcol + g) * 128 + t * 32;
+  c.scale = a.kscale + kcol + g;
+  c.ring = smem_addr(&ring[0].frag[lane][0]);
+  c.ring_scale = smem_addr(&ring[0].scale[lane]);
+  return c;
+}
+
+// Starts copying block `blk` (or nothing, for blk < 0) into ring slot j; always one commit group.
+__device__ __forceinline__ void request_tile(const TileCopy& c, int j, int blk) {
+  const unsigned slot = unsigned(j & (kDepth - 1)) * unsigned(sizeof(TileSlot));
   if (blk >= 0) {
-    const int64_t col = kcol + int64_t(blk) * 8 + g;
-    const int8_t* src = a.kfrag + col * 128 + t * 32;
-    cp_async16(&slot.frag[lane][0], src);
-    cp_async16(&slot.frag[lane][1], src + 16);
-    cp_async4(&slot.scale[lane], a.kscale + col);
+    const int8_t* src = c.frag + blk * 1024;
+    cp_async16(c.ring + slot, src);
+    cp_async16(c.ring + slot + 16, src + 16);
+    cp_async4(c.ring_scale + slot, c.scale + blk * 8);
   }
   cp_async_commit();
 }
@@ -210,6 +230,7 @@ template <Route kRoute, class Q>
 __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int row, const Q& q, const float (&wb)[8],
                                                const int32_t* blocks, const int32_t* table, int L, int valid,
                                                int64_t kcol, uint16_t* out, SlowSmem& sm, TileSlot* ring) {
+  static_assert((kDepth & (kDepth - 1)) == 0, "ring slots by mask");
   const int lane = threadIdx.x & 31, g = lane >> 2;
   FastRow r;
 #pragma unroll
@@ -221,12 +242,11 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
   sm.slow_blocks[lane] = 0;
   sm.slow_blocks[lane + 32] = 0;
   __syncwarp();
+  const TileCopy tc = tile_copy(a, kcol, ring);
   // Block ids 32 at a time, one per lane; the next window is loaded a window ahead.
   int win = lane < nb ? blocks[lane] : 0;
   int next_win = 32 + lane < nb ? blocks[32 + lane] : 0;
-  int requested = 0;  // blocks requested so far (in order)
-  auto request = [&]() {
-    const int j = requested++;
+  auto request = [&](int j) {  // block j (in order)
     int blk = -1;
     if (j < nb) {
       if (j > 0 && (j & 31) == 0) {
@@ -235,16 +255,16 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
       }
       blk = __shfl_sync(0xFFFFFFFFu, win, j & 31);
     }
-    request_tile(ring[j % kDepth], a, kcol, blk);
+    request_tile(tc, j, blk);
   };
 #pragma unroll
-  for (int s = 0; s < kDepth - 1; ++s) request();
+  for (int s = 0; s < kDepth - 1; ++s) request(s);
   for (int bi = 0; bi < nb; ++bi) {
-    request();                      // block bi + kDepth - 1, into the slot freed last iteration
+    request(bi + kDepth - 1);       // into the slot freed last iteration
     cp_async_wait<kDepth - 1>();    // block bi has landed (groups complete in order)
-    const TileSlot& slot = ring[bi % kDepth];
-    const uint4 lo = slot.frag[lane][0], hi = slot.frag[lane][1];
-    const float scale = slot.scale[lane];
+    const unsigned slot = unsigned(bi & (kDepth - 1)) * unsigned(sizeof(TileSlot));
+    const uint4 lo = lds128(tc.ring + slot), hi = lds128(tc.ring + slot + 16);
+    const float scale = lds32f(tc.ring_scale + slot);
     const bool fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
     if (fast) {
       const float sk0 = __shfl_sync(0xFFFFFFFFu, scale, 8 * (lane & 3));
