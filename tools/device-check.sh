@@ -47,7 +47,7 @@ note "== device-check $(date -u +%FT%TZ) on $(nvidia-smi --query-gpu=name,driver
 
 do_build() {
   stage configure 120 cmake --preset device || { tail -30 "$LOGS/configure.log"; exit 1; }
-  stage build 420 cmake --build --preset device -j 16 --target test_gpu test_gpu_devices ||
+  stage build 420 cmake --build --preset device -j 16 --target test_gpu test_gpu_devices dsa_gpu_sparse_plugin ||
     { grep -E "error|Error" "$LOGS/build.log" | head -40; exit 1; }
   stage build-cli 300 cmake --build --preset device -j 16 --target dsa-harness  # optional: the cli stage
 }

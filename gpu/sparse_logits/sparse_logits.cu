@@ -158,10 +158,12 @@ __device__ __forceinline__ void head_scores_fast(const Q& q, const uint32_t (&b)
     head_scores_fast4<kRoute == Route::magic4>(q, b, sk0, sk1, s);
 }
 
+// The bf16 scores of one block's 8 positions, packed in pairs: lanes with g == 1 end up with
+// positions 2t (low half) and 2t+1 (high half).
 template <Route kRoute, class Q>
-__device__ __forceinline__ void score_block_fast(const Q& q, const FastRow& r, uint4 lo, uint4 hi, float sk0,
-                                                 float sk1, int c0, int valid, uint16_t* out) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+__device__ __forceinline__ uint32_t block_scores(const Q& q, const FastRow& r, uint4 lo, uint4 hi, float sk0,
+                                                 float sk1) {
+  const int g = (threadIdx.x & 31) >> 2;
   const uint32_t b[4][2] = {{lo.x, lo.y}, {lo.z, lo.w}, {hi.x, hi.y}, {hi.z, hi.w}};
   float s[4][2];
   head_scores_fast<kRoute>(q, b, sk0, sk1, s);
@@ -183,7 +185,12 @@ __device__ __forceinline__ void score_block_fast(const Q& q, const FastRow& r, u
     for (int i = 0; i < 4; ++i) acc = hw_fma_bf16x2(av[i], r.w2[i], acc);
   }
   acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 16));  // lanes 0+2, 1+3
-  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 8));   // (0+2) + (1+3)
+  return hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 8));   // (0+2) + (1+3)
+}
+
+// Writes block_scores' result for columns c0.. (those below valid).
+__device__ __forceinline__ void store_scores(uint32_t acc, int c0, int valid, uint16_t* out) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   if (g == 1) {
     const int c = c0 + 2 * t;
     if (c + 1 < valid)
@@ -257,21 +264,50 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
     }
     request_tile(tc, j, blk);
   };
-#pragma unroll
-  for (int s = 0; s < kDepth - 1; ++s) request(s);
-  for (int bi = 0; bi < nb; ++bi) {
-    request(bi + kDepth - 1);       // into the slot freed last iteration
-    cp_async_wait<kDepth - 1>();    // block bi has landed (groups complete in order)
-    const unsigned slot = unsigned(bi & (kDepth - 1)) * unsigned(sizeof(TileSlot));
-    const uint4 lo = lds128(tc.ring + slot), hi = lds128(tc.ring + slot + 16);
-    const float scale = lds32f(tc.ring_scale + slot);
-    const bool fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
+  // One block: scored now when its keys are all fast, else left for the slow route (no call in
+  // this loop: it would spill).
+  auto one = [&](int bi, uint4 lo, uint4 hi, float scale, bool fast) {
     if (fast) {
       const float sk0 = __shfl_sync(0xFFFFFFFFu, scale, 8 * (lane & 3));
       const float sk1 = __shfl_sync(0xFFFFFFFFu, scale, 8 * (lane & 3) + 4);
-      score_block_fast<kRoute>(q, r, lo, hi, sk0, sk1, bi * 8, valid, out);
+      store_scores(block_scores<kRoute>(q, r, lo, hi, sk0, sk1), bi * 8, valid, out);
     } else if (lane == 0) {
-      sm.slow_blocks[bi >> 5] |= 1u << (bi & 31);  // no call in this loop: it would spill
+      sm.slow_blocks[bi >> 5] |= 1u << (bi & 31);
+    }
+  };
+  // Two blocks an iteration: their dependent chains (mma, conversion, bf16 chain, shuffles)
+  // interleave, which one warp's single chain could not (ncu: fixed-latency stalls, not issue,
+  // bounded this loop). The ring holds kDepth - 2 blocks ahead of the pair being scored.
+  constexpr int kAhead = kDepth - 2;
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) request(s);
+  for (int bi = 0; bi < nb; bi += 2) {
+    request(bi + kAhead);      // into the slots of the pair scored last iteration
+    request(bi + kAhead + 1);
+    cp_async_wait<kAhead>();   // blocks bi and bi + 1 have landed (groups complete in order)
+    const unsigned s0 = unsigned(bi & (kDepth - 1)) * unsigned(sizeof(TileSlot));
+    const unsigned s1 = unsigned((bi + 1) & (kDepth - 1)) * unsigned(sizeof(TileSlot));
+    const bool has1 = bi + 1 < nb;
+    const uint4 lo0 = lds128(tc.ring + s0), hi0 = lds128(tc.ring + s0 + 16);
+    const float sc0 = lds32f(tc.ring_scale + s0);
+    uint4 lo1 = lo0, hi1 = hi0;
+    float sc1 = 0.0f;
+    if (has1) lo1 = lds128(tc.ring + s1), hi1 = lds128(tc.ring + s1 + 16), sc1 = lds32f(tc.ring_scale + s1);
+    const bool fast0 = __all_sync(0xFFFFFFFFu, sc0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sc1 != 0.0f);
+    if (fast0 && fast1 && (bi + 2) * 8 <= valid) {  // the common case: two full fast blocks
+      const int src0 = 8 * (lane & 3), src1 = src0 + 4;
+      const uint32_t a0 = block_scores<kRoute>(q, r, lo0, hi0, __shfl_sync(0xFFFFFFFFu, sc0, src0),
+                                               __shfl_sync(0xFFFFFFFFu, sc0, src1));
+      const uint32_t a1 = block_scores<kRoute>(q, r, lo1, hi1, __shfl_sync(0xFFFFFFFFu, sc1, src0),
+                                               __shfl_sync(0xFFFFFFFFu, sc1, src1));
+      if (g == 1) {
+        uint32_t* o = reinterpret_cast<uint32_t*>(out + bi * 8 + 2 * (lane & 3));
+        o[0] = a0;
+        o[4] = a1;  // 8 columns further
+      }
+    } else {
+      one(bi, lo0, hi0, sc0, fast0);
+      if (has1) one(bi + 1, lo1, hi1, sc1, fast1);
     }
   }
   cp_async_wait<0>();
