@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include "gpu/common/check.cuh"
 #include "gpu/common/cp_async.cuh"
 #include "gpu/dense_logits/dense_common.cuh"
@@ -17,13 +19,17 @@ constexpr int kCols = kWgmmaTileRows * 32;
 // whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024 bytes
 // (stride byte offset), 1024-aligned; a k32 step starts 32 bytes further. (The no-swizzle layout
 // measured 93 ms on chunk-256k with shared memory the bottleneck: ncu L1 84 %, tensor 18 %.)
-struct __align__(1024) WgmmaSmem {
-  int8_t q[kCols * 128];           // B: column n = 32 r + 8 j + 2 t + par holds head t + 4 (2 j + par) of row r
-  int8_t k[kStages][kKeys * 128];  // A: the keys of a step
-  float kscale[kStages][kKeys];
+template <int S>
+struct __align__(1024) WgmmaSmemT {
+  static constexpr int kS = S;  // key stages
+  int8_t q[kCols * 128];     // B: column n = 32 r + 8 j + 2 t + par holds head t + 4 (2 j + par) of row r
+  int8_t k[S][kKeys * 128];  // A: the keys of a step
+  float kscale[S][kKeys];
   float4 w[kWgmmaTileRows][4][2];  // [row][t][k / 4]: w'' of heads t + 4 k, k = 0..7 (chain order)
   int4 mul[kWgmmaTileRows][4][2];
+  uint32_t wide[kChunk / kKeys][4];  // pipelined kernel: per step and warp, keys left for the generic route
 };
+using WgmmaSmem = WgmmaSmemT<kStages>;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define DSA_WGMMA 1
@@ -62,7 +68,8 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[64], uint64_t da, uint64_t db,
 
 // Starts copying the keys of positions pt.. (< p1) and their scales into stage buf (the last,
 // partial step of a block; KeyCopy does the full ones).
-__device__ __forceinline__ void stage_keys(WgmmaSmem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
+template <class Smem>
+__device__ __forceinline__ void stage_keys(Smem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
                                            int p1) {
   for (int i = threadIdx.x; i < kKeys * 8; i += 128) {
     const int m = i >> 3, c = i & 7;  // 8 threads fill one row
@@ -92,7 +99,8 @@ struct KeyCopy {
   unsigned sdst;
 };
 
-__device__ __forceinline__ KeyCopy key_copy(WgmmaSmem& sm, const DenseWgmmaArgs& a, int64_t kcol, int p0) {
+template <class Smem>
+__device__ __forceinline__ KeyCopy key_copy(Smem& sm, const DenseWgmmaArgs& a, int64_t kcol, int p0) {
   const int m0 = threadIdx.x >> 3, c = threadIdx.x & 7;
   KeyCopy k;
   k.src = a.ks + (kcol + p0 + m0) * 128 + c * 16;
@@ -113,7 +121,8 @@ __device__ __forceinline__ void stage_full(const KeyCopy& k, int s, int buf) {
 
 // The query columns, weights and multipliers of the block's rows; returns whether any head
 // needs the in-place multiplier (a barrier for the whole block).
-__device__ __forceinline__ bool stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
+template <class Smem>
+__device__ __forceinline__ bool stage_queries(Smem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
   for (int i = threadIdx.x; i < kCols * 8; i += 128) {
     const int n = i >> 3, c = i & 7;
     const int r = n >> 5, cc = n & 31, head = ((cc & 7) >> 1) + 4 * (2 * (cc >> 3) + (cc & 1));
@@ -137,7 +146,8 @@ __device__ __forceinline__ bool stage_queries(WgmmaSmem& sm, const DenseWgmmaArg
 
 // Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): for row r
 // and chain step k (head t + 4 k) that is j = 4 r + k / 2, e = 2 key + (k & 1).
-__device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int t) {
+template <class Smem>
+__device__ __forceinline__ void apply_mul(int (&d)[64], const Smem& sm, int t) {
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
     const int4 m0 = sm.mul[r][t][0], m1 = sm.mul[r][t][1];
@@ -153,7 +163,8 @@ __device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int
 
 // relu(S) as the float x = S * 2^-149 and the chain with the pre-scaled weights: part[r][key],
 // lane t's chain a_t for row r and key 16 warp + g + 8 key.
-__device__ __forceinline__ void chains(const int (&d)[64], const WgmmaSmem& sm, int t, float (&part)[kWgmmaTileRows][2]) {
+template <class Smem>
+__device__ __forceinline__ void chains(const int (&d)[64], const Smem& sm, int t, float (&part)[kWgmmaTileRows][2]) {
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
     const float4 w0 = sm.w[r][t][0], w1 = sm.w[r][t][1];
@@ -215,44 +226,72 @@ __device__ __noinline__ void rescore_wide(const DenseWgmmaArgs& a, const BlockRo
   }
 }
 
+// Where lane (g, t)'s two results of a step go: rows 2 (t >> 1) + i of the block.
+struct RowOut {
+  int shift[2], rlen[2];
+  float* out[2];
+};
+
+__device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, const BlockRows& b, int t) {
+  RowOut o;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = 2 * (t >> 1) + i;
+    o.shift[i] = b.rows[r] >= 0 ? a.qw_shift[b.rows[r]] : 0;
+    o.out[i] = a.out + int64_t(max(b.rows[r], 0)) * a.ld;
+    o.rlen[i] = b.len[r];  // 0 where no row
+  }
+  return o;
+}
+
+// The exact epilogue of step s (accumulators d complete, keys in stage buf): writes the scores of
+// the folded keys; returns this warp's ballot of the keys left for the generic route.
+template <class Smem>
+__device__ __forceinline__ unsigned epilogue(const int (&d)[64], const Smem& sm, const BlockRows& b, const RowOut& o,
+                                             int s, int buf) {
+  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+  float part[kWgmmaTileRows][2], res[2];
+  chains(d, sm, t, part);
+  quad_sums(part, t, res);
+  const int m = 16 * warp + g + 8 * (t & 1);
+  const int p = b.p0 + s * kKeys + m;
+  const float ks = sm.kscale[buf][m];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    if (p < o.rlen[i] && ks != 0.0f) o.out[i][p] = __fmul_rn(res[i], __int_as_float(__float_as_int(ks) + o.shift[i]));
+  return __ballot_sync(0xFFFFFFFFu, ks == 0.0f && p < b.p1);
+}
+
 // The steps of one block. kMul: some head needs the in-place multiplier between groups 0-2 and
 // group 3 (a template, so the wgmma sequence has no branch inside: ptxas serialises wgmma
 // across divergent paths).
-template <bool kMul>
-__device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool odd = (t & 1) != 0;
+template <bool kMul, class Smem>
+__device__ __forceinline__ void run_steps(Smem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+  constexpr int S = Smem::kS;
+  const int warp = threadIdx.x >> 5, t = threadIdx.x & 3;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const int nfull = (b.p1 - b.p0) / kKeys;  // steps with all 64 positions below p1
   const KeyCopy kc = key_copy(sm, a, b.kcol, b.p0);
   auto stage = [&](int s) {
     if (s < nfull)
-      stage_full(kc, s, s % kStages);
+      stage_full(kc, s, s % S);
     else if (s < nsteps)
-      stage_keys(sm, s % kStages, a, b.kcol, b.p0 + s * kKeys, b.p1);
+      stage_keys(sm, s % S, a, b.kcol, b.p0 + s * kKeys, b.p1);
   };
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < S - 1; ++s) {
     stage(s);
     cp_async_commit();
   }
-  int shift[2], rlen[2];
-  float* out[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = 2 * (t >> 1) + i;
-    shift[i] = b.rows[r] >= 0 ? a.qw_shift[b.rows[r]] : 0;
-    out[i] = a.out + int64_t(max(b.rows[r], 0)) * a.ld;
-    rlen[i] = b.len[r];  // 0 where no row
-  }
+  const RowOut o = row_out(a, b, t);
   const uint64_t db = smem_desc(sm.q);
   for (int s = 0; s < nsteps; ++s) {
-    cp_async_wait<kStages - 2>();
+    cp_async_wait<S - 2>();
     fence_proxy_async();
     __syncthreads();  // this step's keys landed; every wgmma of the last step has completed
-    stage(s + kStages - 1);
+    stage(s + S - 1);
     cp_async_commit();
-    const int buf = s % kStages;
+    const int buf = s % S;
     const uint64_t da = smem_desc(sm.k[buf]);
     int d[64];
     pin(d);
@@ -272,18 +311,106 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
     wgmma_commit();
     wgmma_wait();
     pin(d);
-    float part[kWgmmaTileRows][2], res[2];
-    chains(d, sm, t, part);
-    quad_sums(part, t, res);
-    const int m = 16 * warp + g + 8 * odd;
-    const int p = b.p0 + s * kKeys + m;
-    const float ks = sm.kscale[buf][m];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-      if (p < rlen[i] && ks != 0.0f) out[i][p] = __fmul_rn(res[i], __int_as_float(__float_as_int(ks) + shift[i]));
-    const unsigned wide = __ballot_sync(0xFFFFFFFFu, ks == 0.0f && p < b.p1);
+    const unsigned wide = epilogue(d, sm, b, o, s, buf);
     if (wide != 0) rescore_wide(a, b, b.p0 + s * kKeys + 16 * warp, wide);
   }
+}
+
+// The pipelined form (experimental, DSA_DENSE_PIPELINE=1; rows without the in-place multiplier):
+// two accumulator sets, so step j+1's wgmma runs while step j's epilogue does. Nothing touches
+// the set in flight (a read or a pin of it would make ptxas serialise every wgmma), and the rare
+// wide keys are rescored after the loop (a call with wgmma in flight serialises too). The step
+// count is padded to kMaxSteps + 1 (odd) so the loop body is straight-line code over both sets;
+// the padding steps compute on stale stages and write nothing.
+__device__ __forceinline__ void issue_step(int (&d)[64], uint64_t da, uint64_t db) {
+  wgmma_fence();
+  wgmma_s8(d, da, db, 0);
+  wgmma_s8(d, da + 2, db + 2, 1);
+  wgmma_s8(d, da + 4, db + 4, 1);
+  wgmma_s8(d, da + 6, db + 6, 1);
+  wgmma_commit();
+}
+__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+
+template <class Smem>
+__device__ __forceinline__ void run_steps_pipelined(Smem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+  constexpr int S = Smem::kS;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = threadIdx.x & 3;
+  const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
+  const int nfull = (b.p1 - b.p0) / kKeys;
+  const KeyCopy kc = key_copy(sm, a, b.kcol, b.p0);
+  auto stage = [&](int s) {
+    if (s < nfull)
+      stage_full(kc, s, s % S);
+    else if (s < nsteps)
+      stage_keys(sm, s % S, a, b.kcol, b.p0 + s * kKeys, b.p1);
+  };
+#pragma unroll
+  for (int s = 0; s < S - 2; ++s) {
+    stage(s);
+    cp_async_commit();
+  }
+  // Step j's keys landed for every thread, and every warp has finished step j - 2's wgmma (its
+  // wait_group 1 after issuing j - 1), so step j + S - 2 may refill that stage.
+  auto keys_ready = [&](int j) {
+    cp_async_wait<S - 3>();
+    fence_proxy_async();
+    __syncthreads();
+    stage(j + S - 2);
+    cp_async_commit();
+  };
+  auto record = [&](int s, unsigned wide) {
+    if (lane == 0) sm.wide[s][warp] = wide;
+  };
+  const RowOut o = row_out(a, b, t);
+  const uint64_t db = smem_desc(sm.q);
+  int dA[64], dB[64];
+  keys_ready(0);
+  issue_step(dA, smem_desc(sm.k[0]), db);
+  // Fully unrolled over the most steps a block has (straight-line code: ptxas then sees that
+  // each wait_group 1 retires the older set). Steps past nsteps find no keys and store nothing
+  // (p >= p1 >= every row's length there: p1 < p0 + kChunk whenever nsteps < kMaxSteps).
+  constexpr int kMaxSteps = kChunk / kKeys;
+#pragma unroll
+  for (int j = 1; j < (kMaxSteps | 1); j += 2) {
+    keys_ready(j);
+    issue_step(dB, smem_desc(sm.k[j % S]), db);
+    wgmma_wait1();  // step j - 1 (dA) complete
+    pin(dA);
+    record(j - 1, epilogue(dA, sm, b, o, j - 1, (j - 1) % S));
+    keys_ready(j + 1);
+    issue_step(dA, smem_desc(sm.k[(j + 1) % S]), db);
+    wgmma_wait1();  // step j (dB) complete
+    pin(dB);
+    record(j, epilogue(dB, sm, b, o, j, j % S));
+  }
+  wgmma_wait();
+  pin(dA);  // step kMaxSteps: padding, nothing to store
+  __syncwarp();
+  for (int s = 0; s < nsteps; ++s)
+    if (const unsigned wide = sm.wide[s][warp]; wide != 0) rescore_wide(a, b, b.p0 + s * kKeys + 16 * warp, wide);
+}
+#endif
+
+#ifdef DSA_WGMMA
+// The shared memory of a block (1024-aligned: the swizzle works on absolute addresses) and its
+// rows and positions; false when the block has no positions.
+template <class Smem>
+__device__ __forceinline__ bool block_setup(const DenseWgmmaArgs& a, uint8_t* smem_raw, Smem*& sm, BlockRows& b) {
+  const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
+  sm = reinterpret_cast<Smem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  int lmax = 0;
+#pragma unroll
+  for (int r = 0; r < kWgmmaTileRows; ++r) {
+    b.rows[r] = a.tile_rows[blockIdx.y * kWgmmaTileRows + r];
+    b.len[r] = b.rows[r] >= 0 ? a.sel_len[b.rows[r]] : 0;
+    lmax = max(lmax, b.len[r]);
+  }
+  b.p0 = blockIdx.x * kChunk;
+  if (b.p0 >= lmax) return false;
+  b.p1 = min(b.p0 + kChunk, lmax);
+  b.kcol = a.sel_kcol[b.rows[0]];
+  return true;
 }
 #endif
 
@@ -293,27 +420,33 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
 __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #ifdef DSA_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  // The swizzle works on absolute shared addresses: operands start on a 1024-byte boundary.
-  const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
-  WgmmaSmem& sm = *reinterpret_cast<WgmmaSmem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  WgmmaSmem* sm;
   BlockRows b;
-  int lmax = 0;
-#pragma unroll
-  for (int r = 0; r < kWgmmaTileRows; ++r) {
-    b.rows[r] = a.tile_rows[blockIdx.y * kWgmmaTileRows + r];
-    b.len[r] = b.rows[r] >= 0 ? a.sel_len[b.rows[r]] : 0;
-    lmax = max(lmax, b.len[r]);
-  }
-  b.p0 = blockIdx.x * kChunk;
-  if (b.p0 >= lmax) return;
-  b.p1 = min(b.p0 + kChunk, lmax);
-  b.kcol = a.sel_kcol[b.rows[0]];
-  const bool need_mul = stage_queries(sm, a, b.rows);
+  if (!block_setup(a, smem_raw, sm, b)) return;
+  const bool need_mul = stage_queries(*sm, a, b.rows);
   cp_async_commit();
   if (need_mul)
-    run_steps<true>(sm, a, b);
+    run_steps<true>(*sm, a, b);
   else
-    run_steps<false>(sm, a, b);
+    run_steps<false>(*sm, a, b);
+#endif
+}
+
+// The same blocks with the pipelined steps (2 blocks per SM, 6 key stages).
+constexpr int kPipeStages = 6;
+using PipeSmem = WgmmaSmemT<kPipeStages>;
+__global__ void __launch_bounds__(128, 2) dense_wgmma_pipelined_kernel(DenseWgmmaArgs a) {
+#ifdef DSA_WGMMA
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  PipeSmem* sm;
+  BlockRows b;
+  if (!block_setup(a, smem_raw, sm, b)) return;
+  const bool need_mul = stage_queries(*sm, a, b.rows);
+  cp_async_commit();
+  if (need_mul)
+    run_steps<true>(*sm, a, b);
+  else
+    run_steps_pipelined(*sm, a, b);
 #endif
 }
 
@@ -329,9 +462,17 @@ bool dense_wgmma_supported() {
 
 void launch_dense_wgmma(const DenseWgmmaArgs& a) {
   if (a.ntiles == 0 || a.max_len == 0) return;
-  const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (dense_wgmma_kernel)
-  DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  static const bool pipelined = std::getenv("DSA_DENSE_PIPELINE") != nullptr;  // experimental
   dim3 grid((a.max_len + kChunk - 1) / kChunk, a.ntiles);
+  if (pipelined) {
+    const int smem = int(sizeof(PipeSmem)) + 1024;  // room to align (block_setup)
+    DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_pipelined_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    dense_wgmma_pipelined_kernel<<<grid, 128, smem>>>(a);
+    DSA_LAUNCH_CHECK("dense_wgmma_pipelined_kernel");
+    return;
+  }
+  const int smem = int(sizeof(WgmmaSmem)) + 1024;
+  DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   dense_wgmma_kernel<<<grid, 128, smem>>>(a);
   DSA_LAUNCH_CHECK("dense_wgmma_kernel");
 }
