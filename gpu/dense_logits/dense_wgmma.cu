@@ -30,6 +30,7 @@ struct __align__(1024) WgmmaSmemT {
   uint32_t wide[kChunk / kKeys][4];  // pipelined kernel: per step and warp, keys left for the generic route
 };
 using WgmmaSmem = WgmmaSmemT<kStages>;
+static_assert(WgmmaSmem::kS == kStages);
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define DSA_WGMMA 1
@@ -435,6 +436,7 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 // The same blocks with the pipelined steps (2 blocks per SM, 6 key stages).
 constexpr int kPipeStages = 6;
 using PipeSmem = WgmmaSmemT<kPipeStages>;
+static_assert(PipeSmem::kS == kPipeStages);
 __global__ void __launch_bounds__(128, 2) dense_wgmma_pipelined_kernel(DenseWgmmaArgs a) {
 #ifdef DSA_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];
