@@ -9,7 +9,7 @@
 #   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
 #   given stages run in the order given); also readme (the README's two commands, offline),
 #   sanitize (compute-sanitizer racecheck and initcheck on smoke), profile (Nsight Compute,
-#   DSA_PROFILE_KERNELS), pipeline (the experimental DSA_DENSE_PIPELINE kernel) and bench (`dsa-harness bench`
+#   DSA_PROFILE_KERNELS) and bench (`dsa-harness bench`
 #   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
 #   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
@@ -137,21 +137,6 @@ do_profile() {
   ncu --import "$OUT/profile.ncu-rep" --page details >"$OUT/profile.txt" 2>&1
   grep -E "^  [a-z_]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy" \
     "$OUT/profile.txt" | head -60 | tee -a "$SUMMARY"
-}
-
-# The experimental pipelined dense kernel (DSA_DENSE_PIPELINE=1): bit-exact checks and the
-# sparse path's timing with it.
-do_pipeline() {
-  for p in edge sglang-test; do
-    DSA_DENSE_PIPELINE=1 DSA_CHECK_PRESET=$p stage "pipeline-check-$p" 240 "$B/tests/test_gpu" "$CHECK"
-    grep -E "^  gpu-|failed:|FAILED" "$LOGS/pipeline-check-$p.log" | head -4 | tee -a "$SUMMARY"
-  done
-  DSA_DENSE_PIPELINE=1 DSA_CHECK_PRESET=chunk-256k DSA_CHECK_ROWS=256 stage pipeline-check-chunk-256k 420 \
-    "$B/tests/test_gpu" "$CHECK"
-  grep -E "^  gpu-|failed:|FAILED" "$LOGS/pipeline-check-chunk-256k.log" | head -4 | tee -a "$SUMMARY"
-  DSA_DENSE_PIPELINE=1 DSA_CHECK_PATHS=sparse DSA_CHECK_PRESET=chunk-256k stage pipeline-timing 300 \
-    "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
-  grep -E "dense_logits|total" "$LOGS/pipeline-timing.log" | head -6 | tee -a "$SUMMARY"
 }
 
 # Ceilings, both paths across contexts and the PyTorch peer in one run; the generated batches stay

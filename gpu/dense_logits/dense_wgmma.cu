@@ -1,7 +1,5 @@
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-
 #include "gpu/common/check.cuh"
 #include "gpu/common/cp_async.cuh"
 #include "gpu/dense_logits/dense_common.cuh"
@@ -27,7 +25,6 @@ struct __align__(1024) WgmmaSmemT {
   float kscale[S][kKeys];
   float4 w[kWgmmaTileRows][4][2];  // [row][t][k / 4]: w'' of heads t + 4 k, k = 0..7 (chain order)
   int4 mul[kWgmmaTileRows][4][2];
-  uint32_t wide[kChunk / kKeys][4];  // pipelined kernel: per step and warp, keys left for the generic route
 };
 using WgmmaSmem = WgmmaSmemT<kStages>;
 static_assert(WgmmaSmem::kS == kStages);
@@ -317,80 +314,6 @@ __device__ __forceinline__ void run_steps(Smem& sm, const DenseWgmmaArgs& a, con
   }
 }
 
-// The pipelined form (experimental, DSA_DENSE_PIPELINE=1; rows without the in-place multiplier):
-// two accumulator sets, so step j+1's wgmma runs while step j's epilogue does. Nothing touches
-// the set in flight (a read or a pin of it would make ptxas serialise every wgmma), and the rare
-// wide keys are rescored after the loop (a call with wgmma in flight serialises too). The step
-// count is padded to kMaxSteps + 1 (odd) so the loop body is straight-line code over both sets;
-// the padding steps compute on stale stages and write nothing.
-__device__ __forceinline__ void issue_step(int (&d)[64], uint64_t da, uint64_t db) {
-  wgmma_fence();
-  wgmma_s8(d, da, db, 0);
-  wgmma_s8(d, da + 2, db + 2, 1);
-  wgmma_s8(d, da + 4, db + 4, 1);
-  wgmma_s8(d, da + 6, db + 6, 1);
-  wgmma_commit();
-}
-__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
-
-template <class Smem>
-__device__ __forceinline__ void run_steps_pipelined(Smem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
-  constexpr int S = Smem::kS;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = threadIdx.x & 3;
-  const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
-  const int nfull = (b.p1 - b.p0) / kKeys;
-  const KeyCopy kc = key_copy(sm, a, b.kcol, b.p0);
-  auto stage = [&](int s) {
-    if (s < nfull)
-      stage_full(kc, s, s % S);
-    else if (s < nsteps)
-      stage_keys(sm, s % S, a, b.kcol, b.p0 + s * kKeys, b.p1);
-  };
-#pragma unroll
-  for (int s = 0; s < S - 2; ++s) {
-    stage(s);
-    cp_async_commit();
-  }
-  // Step j's keys landed for every thread, and every warp has finished step j - 2's wgmma (its
-  // wait_group 1 after issuing j - 1), so step j + S - 2 may refill that stage.
-  auto keys_ready = [&](int j) {
-    cp_async_wait<S - 3>();
-    fence_proxy_async();
-    __syncthreads();
-    stage(j + S - 2);
-    cp_async_commit();
-  };
-  auto record = [&](int s, unsigned wide) {
-    if (lane == 0) sm.wide[s][warp] = wide;
-  };
-  const RowOut o = row_out(a, b, t);
-  const uint64_t db = smem_desc(sm.q);
-  int dA[64], dB[64];
-  keys_ready(0);
-  issue_step(dA, smem_desc(sm.k[0]), db);
-  // Fully unrolled over the most steps a block has (straight-line code: ptxas then sees that
-  // each wait_group 1 retires the older set). Steps past nsteps find no keys and store nothing
-  // (p >= p1 >= every row's length there: p1 < p0 + kChunk whenever nsteps < kMaxSteps).
-  constexpr int kMaxSteps = kChunk / kKeys;
-#pragma unroll
-  for (int j = 1; j < (kMaxSteps | 1); j += 2) {
-    keys_ready(j);
-    issue_step(dB, smem_desc(sm.k[j % S]), db);
-    wgmma_wait1();  // step j - 1 (dA) complete
-    pin(dA);
-    record(j - 1, epilogue(dA, sm, b, o, j - 1, (j - 1) % S));
-    keys_ready(j + 1);
-    issue_step(dA, smem_desc(sm.k[(j + 1) % S]), db);
-    wgmma_wait1();  // step j (dB) complete
-    pin(dB);
-    record(j, epilogue(dB, sm, b, o, j, j % S));
-  }
-  wgmma_wait();
-  pin(dA);  // step kMaxSteps: padding, nothing to store
-  __syncwarp();
-  for (int s = 0; s < nsteps; ++s)
-    if (const unsigned wide = sm.wide[s][warp]; wide != 0) rescore_wide(a, b, b.p0 + s * kKeys + 16 * warp, wide);
-}
 #endif
 
 #ifdef DSA_WGMMA
@@ -433,25 +356,6 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #endif
 }
 
-// The same blocks with the pipelined steps (2 blocks per SM, 6 key stages).
-constexpr int kPipeStages = 6;
-using PipeSmem = WgmmaSmemT<kPipeStages>;
-static_assert(PipeSmem::kS == kPipeStages);
-__global__ void __launch_bounds__(128, 2) dense_wgmma_pipelined_kernel(DenseWgmmaArgs a) {
-#ifdef DSA_WGMMA
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  PipeSmem* sm;
-  BlockRows b;
-  if (!block_setup(a, smem_raw, sm, b)) return;
-  const bool need_mul = stage_queries(*sm, a, b.rows);
-  cp_async_commit();
-  if (need_mul)
-    run_steps<true>(*sm, a, b);
-  else
-    run_steps_pipelined(*sm, a, b);
-#endif
-}
-
 }  // namespace
 
 bool dense_wgmma_supported() {
@@ -464,16 +368,8 @@ bool dense_wgmma_supported() {
 
 void launch_dense_wgmma(const DenseWgmmaArgs& a) {
   if (a.ntiles == 0 || a.max_len == 0) return;
-  static const bool pipelined = std::getenv("DSA_DENSE_PIPELINE") != nullptr;  // experimental
   dim3 grid((a.max_len + kChunk - 1) / kChunk, a.ntiles);
-  if (pipelined) {
-    const int smem = int(sizeof(PipeSmem)) + 1024;  // room to align (block_setup)
-    DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_pipelined_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    dense_wgmma_pipelined_kernel<<<grid, 128, smem>>>(a);
-    DSA_LAUNCH_CHECK("dense_wgmma_pipelined_kernel");
-    return;
-  }
-  const int smem = int(sizeof(WgmmaSmem)) + 1024;
+  const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (block_setup)
   DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   dense_wgmma_kernel<<<grid, 128, smem>>>(a);
   DSA_LAUNCH_CHECK("dense_wgmma_kernel");
