@@ -26,6 +26,13 @@ __device__ __forceinline__ uint32_t order_bf16(uint16_t b) {
   return ((u & 0x8000u) ? ~u : (u | 0x8000u)) & 0xFFFFu;
 }
 
+// A row with no more than k entries: all of them in index order, then padding (the kernels below
+// return right after it). kThreads: the block's size.
+template <int kThreads, class Map>
+__device__ __forceinline__ void take_all(const Map& map, int row, int n, int k, int32_t pad, int32_t* dst) {
+  for (int i = threadIdx.x; i < k; i += kThreads) dst[i] = i < n ? map.id(row, i) : pad;
+}
+
 // Src: int len(int row) const; uint32_t key(int row, int i) const;
 // Map: int32_t id(int row, int i) const (what is written for index i).
 // Output row of block b: out_rows[b] when given, else b.
@@ -40,10 +47,7 @@ __global__ void __launch_bounds__(kTopkThreads) radix_topk_kernel(Src src, Map m
   const int row = blockIdx.x, tid = threadIdx.x;
   const int n = src.len(row);
   int32_t* dst = out + int64_t(out_rows ? out_rows[row] : row) * k;
-  if (n <= k) {
-    for (int i = tid; i < k; i += kTopkThreads) dst[i] = i < n ? map.id(row, i) : pad;
-    return;
-  }
+  if (n <= k) return take_all<kTopkThreads>(map, row, n, k, pad, dst);
   // Radix select of the k-th largest key, 8 bits at a time from the top.
   uint32_t prefix = 0, mask = 0;
   int remaining = k;

@@ -28,10 +28,7 @@ __global__ void __launch_bounds__(kSelectThreads) select_topk_kernel(Src src, Ma
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n = src.len(row);
   int32_t* dst = out + int64_t(row) * k;
-  if (n <= k) {
-    for (int i = tid; i < k; i += kSelectThreads) dst[i] = i < n ? map.id(row, i) : pad;
-    return;
-  }
+  if (n <= k) return take_all<kSelectThreads>(map, row, n, k, pad, dst);
   const int first = tid * kPer;
   uint32_t key[kPer];
   src.load(row, first, n, key);
