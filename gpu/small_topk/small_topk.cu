@@ -11,7 +11,6 @@ struct Bf16Rows {
   const uint16_t* scores;
   const int32_t* valid_len;
   __device__ int len(int row) const { return valid_len[row]; }
-  __device__ uint32_t key(int row, int c) const { return order_bf16(scores[int64_t(row) * kCandidateWidth + c]); }
   // 32 candidates from first (a multiple of 32): four 16-byte loads when all are valid.
   __device__ void load(int row, int first, int n, uint32_t (&key)[32]) const {
     const uint16_t* p = scores + int64_t(row) * kCandidateWidth + first;

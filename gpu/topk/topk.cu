@@ -77,11 +77,6 @@ struct MaskRows {
   const int32_t* blocks;
   const int32_t* valid_len;
   __device__ int len(int row) const { return valid_len[row]; }
-  __device__ uint32_t key(int row, int c) const {
-    const int64_t drow = dense_row ? dense_row[row] : row;
-    const int64_t pos = int64_t(blocks[int64_t(row) * kTopkBlocks + c / kBlockSize]) * kBlockSize + c % kBlockSize;
-    return order_f32(dense[drow * ld + pos]);
-  }
   // 32 candidates from first (a multiple of 32): four blocks of 8 positions, two 16-byte loads
   // each (ld % 8 == 0; a partial newest block reads past L inside the row and masks it).
   __device__ void load(int row, int first, int n, uint32_t (&key)[32]) const {
