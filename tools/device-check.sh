@@ -87,13 +87,16 @@ do_cli() {
 }
 
 do_memcheck() {
-  if command -v compute-sanitizer >/dev/null; then
-    DSA_CHECK_PRESET=edge stage memcheck-edge 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
-      "$B/tests/test_gpu" "$CHECK"
-    grep -E "ERROR SUMMARY|Invalid|passed|failed" "$LOGS/memcheck-edge.log" | head -8 | tee -a "$SUMMARY"
-  else
+  if ! command -v compute-sanitizer >/dev/null; then
     note "memcheck: compute-sanitizer not found"
+    return
   fi
+  local p
+  for p in ${DSA_MEMCHECK_PRESETS:-edge}; do
+    DSA_CHECK_PRESET=$p stage "memcheck-$p" 400 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$B/tests/test_gpu" "$CHECK"
+    grep -E "ERROR SUMMARY|Invalid|passed|failed" "$LOGS/memcheck-$p.log" | head -8 | tee -a "$SUMMARY"
+  done
 }
 
 # The README's two commands as a new user runs them on the (offline) GPU box: the main job must
