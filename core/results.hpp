@@ -43,6 +43,8 @@ struct Results {
   std::string implementation;  // attribute `implementation`
   std::string device;          // attribute `device`
   std::string notes;           // attribute `notes`
+  std::string harness;         // attribute `harness` (optional): the dsa-harness version and commit that recorded it
+  std::string recorded_at;     // attribute `recorded_at` (optional): when, UTC, ISO 8601
   std::vector<uint8_t> rows_done;        // [R]
   std::vector<int32_t> blocks;           // [R, 2048] or empty
   std::map<int, LayerResult> layers;     // by layer id

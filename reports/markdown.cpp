@@ -65,7 +65,9 @@ void implementations(std::ostringstream& md, const Report& r) {
       const double a = case_record(c, "agreement.min");
       if (std::isfinite(a) && !(a >= min_agreement)) min_agreement = a;
     }
-    const std::string status = run.status == Disposition::passed ? "ran" : std::string(disposition_name(run.status)) + ": " + run.reason;
+    const std::string status = run.status != Disposition::passed ? std::string(disposition_name(run.status)) + ": " + run.reason
+                               : run.reason.empty()                ? "ran"
+                                                                   : "ran: " + run.reason;
     md << "| " << run.batch_id << " | " << run.impl << " | " << status << " | " << passed << "/" << cases << " | "
        << format_number(min_agreement) << " | "
        << (run.deterministic < 0 ? "-" : run.deterministic ? "yes" : "NO") << " |\n";

@@ -124,10 +124,11 @@ Disposition case_verdict(const std::vector<CaseComparison>& comparisons, std::st
 // ---- canonical order ----
 
 // The registry's order without depending on it: the references, then the GPU paths, each in path
-// order (sparse, mask, exact); any other name (recorded:NAME) after them.
+// order (sparse, mask, exact); any other name after them, recorded:NAME last, in NAME's order.
 static int impl_rank(const std::string& impl) {
   int family = 0;
   std::string path = impl;
+  if (impl.rfind("recorded:", 0) == 0) return 7 + impl_rank(impl.substr(9));
   if (impl.rfind("reference-", 0) == 0) path = impl.substr(10);
   else if (impl.rfind("gpu-", 0) == 0) family = 1, path = impl.substr(4);
   else return 6;

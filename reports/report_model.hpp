@@ -53,7 +53,7 @@ struct KernelFigure {
 struct ImplRun {
   std::string batch_id, impl, device;
   Disposition status = Disposition::passed;  // passed (ran), not_supported, not_run
-  std::string reason;                        // why it did not run
+  std::string reason;                        // why it did not run; recorded:NAME: where its outputs come from
   bool named = false;                        // named with --impl
   int repeats = 1;
   int deterministic = -1;                    // -1 not measured, 0 no, 1 bitwise identical

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <set>
+#include <utility>
 
 #include "harness/batch/batch_validate.hpp"
 #include "harness/batch/content_id.hpp"
@@ -218,10 +219,10 @@ Results read_output(const h5::Reader& in, const std::string& name, const Batch& 
   if (!in.is_group(g)) in.fail(g, "is not a group");
   Results res;
   res.name = name;
-  for (const char* attr : {"implementation", "device", "notes"}) {
-    const std::string v = in.has_attr(g, attr) ? in.string_attr(g, attr) : "";
-    (attr[0] == 'i' ? res.implementation : attr[0] == 'd' ? res.device : res.notes) = v;
-  }
+  const std::pair<const char*, std::string*> attrs[] = {{"implementation", &res.implementation}, {"device", &res.device},
+                                                        {"notes", &res.notes}, {"harness", &res.harness},
+                                                        {"recorded_at", &res.recorded_at}};
+  for (const auto& [attr, field] : attrs) *field = in.has_attr(g, attr) ? in.string_attr(g, attr) : "";
   const int64_t r = int64_t(b.compress_len.size());
   std::vector<int64_t> shape;
   read_exact(in, g + "/rows_done", {r}, "([R])", &res.rows_done);
@@ -294,6 +295,9 @@ void write_output(h5::Writer& out, const Batch& b, const std::string& name, cons
   out.string_attr(g, "implementation", res.implementation);
   out.string_attr(g, "device", res.device);
   out.string_attr(g, "notes", res.notes);
+  // Only `record` sets these; leaving them out keeps every other file byte-identical to before.
+  if (!res.harness.empty()) out.string_attr(g, "harness", res.harness);
+  if (!res.recorded_at.empty()) out.string_attr(g, "recorded_at", res.recorded_at);
   out.dataset(g + "/rows_done", Elem::u8, {r}, res.rows_done.data());
   if (!res.blocks.empty()) write_done_rows(out, g + "/blocks", res.rows_done, kTopkBlocks, res.blocks, kBlockPad);
   for (const auto& [id, lr] : res.layers) {

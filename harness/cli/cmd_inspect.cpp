@@ -59,6 +59,9 @@ void print_outputs(const Batch& b) {
                   lr.tail_positions.empty() ? "" : " tail_positions", lr.dense_scores.empty() ? "" : " dense_scores",
                   lr.sparse_scores.empty() ? "" : " sparse_scores");
     }
+    if (!res.harness.empty() || !res.recorded_at.empty())  // written by `record`
+      std::printf("; recorded by %s at %s", res.harness.empty() ? "?" : res.harness.c_str(),
+                  res.recorded_at.empty() ? "?" : res.recorded_at.c_str());
     std::printf("\n");
   }
 }

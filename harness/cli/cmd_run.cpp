@@ -1,6 +1,5 @@
 // `run FILE --impl NAME[,NAME...] [--rows all|N|i,j,k] [--seed S] [--scores] -o OUT.h5`: runs
 // implementations on a batch and writes each one's results to /outputs/<NAME> of a result file.
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -9,9 +8,9 @@
 
 #include "harness/batch/batch_io.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/run_impls.hpp"
 #include "core/errors.hpp"
 #include "core/files.hpp"
-#include "harness/impls/registry.hpp"
 #include "harness/batch/row_selection.hpp"
 
 namespace dsa::cli {
@@ -39,24 +38,7 @@ void run_command(const RunArgs& args) {
   std::printf("%s: %d rows, running %zu of them (load %.2f s)\n", args.file.c_str(), batch.rows(),
               options.rows.empty() ? size_t(batch.rows()) : options.rows.size(), seconds_since(start));
 
-  // Build and check every implementation before running any, so a missing GPU fails at once.
-  std::vector<ImplementationPtr> impls;
-  for (const std::string& name : args.impls) {
-    impls.push_back(make_implementation(name, batch));
-    const Support support = impls.back()->supported();
-    if (!support.ok) throw EnvironmentError(name + " cannot run on this machine: " + support.reason);
-  }
-
-  std::vector<Results> results;
-  for (size_t i = 0; i < impls.size(); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    results.push_back(impls[i]->run(batch, options));
-    const double wall = seconds_since(t0);
-    results.back().name = args.impls[i];
-    const long done = long(std::count(results.back().rows_done.begin(), results.back().rows_done.end(), uint8_t(1)));
-    std::printf("%-20s %6ld rows  %8.2f s  %9.1f rows/s\n", args.impls[i].c_str(), done, wall,
-                wall > 0 ? double(done) / wall : 0.0);
-  }
+  const std::vector<Results> results = run_implementations(batch, args.impls, options).results;
   write_results(args.output, batch, results);
   std::printf("wrote %s (%zu result groups); total wall %.2f s, file loading included\n", args.output.c_str(),
               results.size(), seconds_since(start));

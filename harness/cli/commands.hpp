@@ -11,6 +11,7 @@ extern int exit_code;
 void add_generate_command(CLI::App& app);  // cmd_generate.cpp
 void add_inspect_command(CLI::App& app);   // cmd_inspect.cpp (inspect, validate)
 void add_run_command(CLI::App& app);       // cmd_run.cpp
+void add_record_command(CLI::App& app);    // cmd_record.cpp
 void add_compare_command(CLI::App& app);   // cmd_compare.cpp
 void add_replay_command(CLI::App& app);    // cmd_replay.cpp
 void add_gate_command(CLI::App& app);      // cmd_gate.cpp

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   dsa::cli::add_generate_command(app);
   dsa::cli::add_inspect_command(app);
   dsa::cli::add_run_command(app);
+  dsa::cli::add_record_command(app);
   dsa::cli::add_compare_command(app);
   dsa::cli::add_replay_command(app);
   dsa::cli::add_gate_command(app);

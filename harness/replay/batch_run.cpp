@@ -29,10 +29,7 @@ class BatchRun {
            const std::vector<int>& rows, CaseLog& log, Progress& progress, double work)
       : opt_(options), path_(path), batch_(batch), id_(id), rows_(rows), log_(log), progress_(progress), work_(work) {
     run_options_.rows = rows;
-    int64_t cells = 0;
-    for (int r = 0; r < batch.rows(); ++r)
-      if (rows.empty() || std::binary_search(rows.begin(), rows.end(), r)) cells += batch.compress_len[size_t(r)];
-    run_options_.scores = cells <= kScoreCellLimit;
+    run_options_.scores = replay_compares_scores(batch, rows);
   }
 
   void run_all(const std::vector<std::string>& targets, const std::vector<bool>& named, const std::string& only_layer,
@@ -120,6 +117,7 @@ class BatchRun {
     run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.rows = int(std::count(results.rows_done.begin(), results.rows_done.end(), uint8_t(1)));
     run.peak_device_bytes = results.peak_device_bytes;
+    if (impl.rfind("recorded:", 0) == 0) run.reason = results.notes;  // where and when they were recorded
     for (const KernelTiming& t : results.timings) run.kernels.push_back(figure_of(t));
     if (opt_.repeat >= 2) run.deterministic = repeats_identical(impl, results) ? 1 : 0;
 
@@ -186,6 +184,13 @@ class BatchRun {
 };
 
 }  // namespace
+
+bool replay_compares_scores(const Batch& batch, const std::vector<int>& rows) {
+  int64_t cells = 0;
+  for (int r = 0; r < batch.rows(); ++r)
+    if (rows.empty() || std::binary_search(rows.begin(), rows.end(), r)) cells += batch.compress_len[size_t(r)];
+  return cells <= kScoreCellLimit;
+}
 
 void run_batch(const ReplayOptions& options, const BatchInput& input, const std::vector<std::string>& targets,
                const std::vector<bool>& named, const std::string& only_layer, CaseLog& log, Progress& progress,

@@ -24,6 +24,11 @@ void run_batch(const ReplayOptions& options, const BatchInput& input, const std:
                const std::vector<bool>& named, const std::string& only_layer, CaseLog& log, Progress& progress,
                Report& report);
 
+// Whether replay records and compares scores on these rows of the batch (empty: all rows): only
+// while they hold at most 2^24 dense cells. `record` follows it, so recorded outputs carry the
+// scores a replay of them will ask for.
+bool replay_compares_scores(const Batch& batch, const std::vector<int>& rows);
+
 // What a report records about one input batch.
 InputInfo input_info(const std::string& path, const Batch& batch, const std::string& id);
 

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -50,6 +52,17 @@ std::string command_output(const std::string& command) {
 const char* build_commit() { return DSA_GIT_COMMIT; }
 
 std::string version_text() { return std::string("dsa-harness ") + DSA_VERSION + " (commit " + build_commit() + ")"; }
+
+std::string describe_cpu() {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line, model = "model unknown";
+  while (std::getline(info, line))
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = trim(line.substr(line.find(':') + 1));
+      break;
+    }
+  return "cpu: " + model + " (" + std::to_string(std::thread::hardware_concurrency()) + " threads)";
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);

@@ -17,6 +17,10 @@ const char* build_commit();
 // "dsa-harness 0.1.0 (commit 0123456789ab)": what --version prints.
 std::string version_text();
 
+// The host's processor, for outputs a CPU implementation recorded: "cpu: AMD EPYC 7B13 (2 threads)"
+// from /proc/cpuinfo ("cpu: model unknown (N threads)" where it names none).
+std::string describe_cpu();
+
 // Current time as "2026-11-29T13:45:00Z".
 std::string utc_timestamp();
 

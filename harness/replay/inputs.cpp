@@ -17,10 +17,20 @@ uint64_t file_size(const std::string& path) {
 
 std::string default_fixtures_dir() { return std::string(DSA_SOURCE_DIR) + "/fixtures"; }
 
+std::vector<std::string> fixture_files(const std::string& dir) {
+  std::vector<std::string> files = expand_inputs({dir});
+  for (std::string& f : files) {
+    const fs::path recorded = fs::path(dir) / "recorded" / fs::path(f).filename();
+    std::error_code ec;
+    if (fs::is_regular_file(recorded, ec)) f = recorded.string();
+  }
+  return files;
+}
+
 std::vector<std::string> expand_inputs(const std::vector<std::string>& args) {
+  if (args.empty()) return fixture_files(default_fixtures_dir());
   std::vector<std::string> files;
-  const std::vector<std::string> paths = args.empty() ? std::vector<std::string>{default_fixtures_dir()} : args;
-  for (const std::string& p : paths) {
+  for (const std::string& p : args) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
       std::vector<std::string> found;

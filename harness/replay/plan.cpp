@@ -47,6 +47,14 @@ std::vector<std::string> target_names(const std::vector<std::string>& impls) {
   return run_order(names);
 }
 
+std::vector<std::string> batch_targets(const std::vector<std::string>& targets, const std::vector<std::string>& impls,
+                                       const Batch& batch) {
+  std::vector<std::string> names = targets;
+  if (impls.empty())
+    for (const auto& [group, results] : batch.outputs) names.push_back("recorded:" + group);
+  return names;
+}
+
 std::vector<ImplAvailability> list_implementations() {
   std::vector<ImplAvailability> out;
   const Batch empty;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/batch.hpp"
 #include "core/records.hpp"
 
 namespace dsa {
@@ -10,6 +11,12 @@ namespace dsa {
 // The names replay runs: `impls` as given (--impl; unknown names throw InputError before any
 // work), or the references and every GPU implementation; the references first.
 std::vector<std::string> target_names(const std::vector<std::string>& impls);
+
+// The names replay runs on one batch: `targets`, plus recorded:NAME for every output group the
+// batch holds when --impl named nothing (`impls` empty), so a batch that carries recorded outputs
+// (a capture, fixtures/recorded/) is checked without naming them.
+std::vector<std::string> batch_targets(const std::vector<std::string>& targets, const std::vector<std::string>& impls,
+                                       const Batch& batch);
 
 struct Against {
   std::string name;

@@ -23,6 +23,8 @@ double Progress::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+void Progress::add_work(double work) { total_ += std::max(work, 0.0); }
+
 double Progress::eta_seconds() const {
   if (done_ <= 0) return -1;
   return elapsed() * (total_ - done_) / done_;

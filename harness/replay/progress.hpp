@@ -17,6 +17,7 @@ class Progress {
   void begin(const std::string& label);                   // a step starts (redraws the bar)
   void advance(double work, const std::string& label);    // a step of `work` finished
   void finish();                                          // ends the bar's line
+  void add_work(double work);  // work known only once an input is read (its recorded outputs)
 
   double eta_seconds() const;  // from the rate so far; negative when unknown
 

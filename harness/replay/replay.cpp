@@ -109,11 +109,13 @@ Report run_replay(const ReplayOptions& o) {
     std::vector<int> rows = only && !only->rows.empty() ? parse_rows_text(only->rows, batch.rows())
                                                         : select_rows(batch, o.rows, o.seed);
     report.inputs.push_back(input_info(path, batch, id));
+    const std::vector<std::string> here = batch_targets(targets, opt.impls, batch);
+    progress.add_work(double(std::max<uint64_t>(file_size(path), 1)) * double(here.size() - targets.size()));
     std::vector<bool> named;
-    for (const std::string& t : targets)
+    for (const std::string& t : here)
       named.push_back(std::find(opt.impls.begin(), opt.impls.end(), t) != opt.impls.end());
     const BatchInput input{path, id, &batch, rows, double(std::max<uint64_t>(file_size(path), 1))};
-    run_batch(opt, input, targets, named, only ? only->layer : "", log, progress, report);
+    run_batch(opt, input, here, named, only ? only->layer : "", log, progress, report);
   }
   progress.finish();
   if (only && !case_found)

@@ -24,7 +24,9 @@ PROMISES = {
                  r"replay: passed: \d+/\d+ case\(s\) passed on 1 input\(s\); reports in report \(exit 0\)",
                  r"report\.html", r"## dsa-harness: PASSED \(exit 0\)", r"passed 0 \d+ cases",
                  r"FAIL \S+/mutant:page-entry-off-by-one/\S+", r"exit 1\n(.|\n)*Cases that did not pass",
-                 r"1 passed", r"\npassed 0\n"],
+                 r"1 passed", r"\npassed 0\n",
+                 r"output: +my-kernel \(reference-sparse, cpu: .*; recorded by dsa-harness \S+ \(commit \w+\) at 20",
+                 r"\| recorded:my-kernel \| ran: recorded outputs /outputs/my-kernel of reference-sparse on cpu: "],
     "plugins.md": [r"FAIL \S+/plugin:\./libmine\.so/\S+: .*expected position", r"exit 1\n[1-9]\d*\n",
                    r"replay: passed: \d+/\d+ case\(s\) passed on 3 input\(s\)", r"### Kernels"],
 }

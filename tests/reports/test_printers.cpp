@@ -29,6 +29,24 @@ TEST_CASE("markdown: verdict first, failing cases with their rerun command") {
   CHECK(bad.find("row 17 slot 3") != std::string::npos);
 }
 
+TEST_CASE("markdown: a recorded run says where its outputs come from, after the paths that ran here") {
+  Report r = test::sample_report();
+  ImplRun recorded = test::sample_run(r.runs[0].batch_id, "recorded:gpu-sparse", 1.0);
+  recorded.kernels.clear();
+  recorded.reason = "recorded outputs /outputs/gpu-sparse of gpu-sparse on NVIDIA H200";
+  r.runs.insert(r.runs.begin(), recorded);
+  ImplRun mask = recorded;
+  mask.impl = "recorded:gpu-mask";
+  r.runs.insert(r.runs.begin(), mask);
+  finalize_report(r);
+  CHECK(r.runs[2].impl == "recorded:gpu-sparse");  // gpu-sparse's order, after everything computed here
+  CHECK(r.runs[3].impl == "recorded:gpu-mask");
+  const std::string md = reports::to_markdown(r);
+  CHECK(md.find("| recorded:gpu-sparse | ran: recorded outputs /outputs/gpu-sparse of gpu-sparse on NVIDIA H200 |") !=
+        std::string::npos);
+  CHECK(md.find("| reference-sparse | ran |") != std::string::npos);
+}
+
 TEST_CASE("junit: one testcase per batch x implementation x layer, failures carry the metric") {
   Report r = test::sample_report(1.0, true);
   r.runs.push_back(test::unsupported_run("no CUDA <device>"));

@@ -235,6 +235,29 @@ TEST_CASE("batch file: outputs are stored under their map key", "[batch_io]") {
   REQUIRE(back.outputs.at("engine").layers.at(24).sparse_scores == b.outputs.at("engine").layers.at(24).sparse_scores);
 }
 
+TEST_CASE("batch file: a recorded group's harness and recorded_at round-trip, and are absent unless set", "[batch_io]") {
+  Batch b = test::small_batch(17);
+  const std::string plain = scratch("provenance-0.h5"), stamped = scratch("provenance-1.h5");
+  write_batch(plain, b);
+  Results& r = b.outputs.at("reference-sparse");
+  r.implementation = "gpu-sparse";
+  r.device = "NVIDIA H200 (sm_90, 132 SMs)";
+  r.harness = "dsa-harness 0.1.0 (commit 0123456789ab)";
+  r.recorded_at = "2026-12-01T05:00:00Z";
+  write_batch(stamped, b);
+  const Results back = read_batch(stamped).outputs.at("reference-sparse");
+  CHECK(back.implementation == r.implementation);
+  CHECK(back.device == r.device);
+  CHECK(back.harness == r.harness);
+  CHECK(back.recorded_at == r.recorded_at);
+  const Results none = read_batch(plain).outputs.at("reference-sparse");
+  CHECK(none.harness.empty());
+  CHECK(none.recorded_at.empty());
+  // Files written without them keep their bytes (the committed golden results among them).
+  CHECK(file_bytes(plain).find("recorded_at") == std::string::npos);
+  CHECK(file_bytes(stamped).find("recorded_at") != std::string::npos);
+}
+
 TEST_CASE("batch file: a batch without tails, outputs or layers round-trips", "[batch_io]") {
   Batch b = test::small_batch(12, false);
   b.tail_rows.clear();

@@ -104,3 +104,21 @@ TEST_CASE("CLI: run and compare take recorded outputs from the batch file") {
   CHECK(status(cmp + " --impl recorded:nothing --against reference-sparse") == 4);
   fs::remove_all(dir);
 }
+
+TEST_CASE("recorded:NAME names the device and the recording's provenance from the group's attributes") {
+  Batch b = with_recorded_outputs();
+  Results& r = b.outputs.at("engine");
+  r.device.clear();
+  CHECK(make_implementation("recorded:engine", b)->device() == "recorded");  // a capture that names none
+  r.device = "NVIDIA H200 (sm_90, 132 SMs)";
+  r.harness = "dsa-harness 0.1.0 (commit 0123456789ab)";
+  r.recorded_at = "2026-12-01T05:00:00Z";
+  ImplementationPtr impl = make_implementation("recorded:engine", b);
+  CHECK(impl->device() == r.device);
+  const Results out = impl->run(b, {});
+  CHECK(out.device == r.device);
+  CHECK(out.notes == "recorded outputs /outputs/engine of engine capture on NVIDIA H200 (sm_90, 132 SMs) by "
+                     "dsa-harness 0.1.0 (commit 0123456789ab) at 2026-12-01T05:00:00Z");
+  Results bare;
+  CHECK(recorded_provenance("x", bare) == "recorded outputs /outputs/x");
+}

@@ -25,3 +25,10 @@ TEST_CASE("environment: version, commit, host and a UTC timestamp are recorded")
   CHECK(env.started_at.back() == 'Z');
   CHECK(!env.gpu.empty());
 }
+
+TEST_CASE("environment: the processor recorded with CPU outputs") {
+  const std::string cpu = describe_cpu();
+  CHECK(cpu.rfind("cpu: ", 0) == 0);
+  CHECK(cpu.find(" threads)") != std::string::npos);
+  CHECK(cpu.size() > std::string("cpu:  (1 threads)").size());
+}

@@ -33,3 +33,17 @@ TEST_CASE("plan: the references run first, unknown names fail before any work") 
   CHECK(all.back().rfind("gpu-", 0) == 0);
   CHECK_THROWS_AS(target_names({"no-such-impl"}), InputError);
 }
+
+TEST_CASE("plan: without --impl a batch's recorded groups are replayed too; with --impl only what it names") {
+  Batch b;
+  b.outputs["gpu-sparse"] = Results{};
+  b.outputs["engine"] = Results{};
+  const std::vector<std::string> targets = target_names({});
+  std::vector<std::string> expected = targets;
+  expected.push_back("recorded:engine");
+  expected.push_back("recorded:gpu-sparse");
+  CHECK(batch_targets(targets, {}, b) == expected);
+  const std::vector<std::string> named = target_names({"reference-sparse"});
+  CHECK(batch_targets(named, {"reference-sparse"}, b) == named);
+  CHECK(batch_targets(targets, {}, Batch{}) == targets);
+}

@@ -38,4 +38,6 @@ TEST_CASE("progress: durations and a quiet progress") {
   quiet.advance(0.75, "x");
   quiet.finish();
   CHECK(quiet.eta_seconds() == 0);   // all work done: nothing left
+  quiet.add_work(1.0);               // an input's recorded outputs, found once it is read
+  CHECK(quiet.eta_seconds() > 0);
 }
