@@ -9,7 +9,7 @@
 #   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
 #   given stages run in the order given); also readme (the README's two commands, offline),
 #   sanitize (compute-sanitizer racecheck and initcheck on smoke), profile (Nsight Compute,
-#   DSA_PROFILE_KERNELS) and bench (`dsa-harness bench`
+#   DSA_PROFILE_KERNELS) record (tools/record-gpu-fixture.sh) and bench (`dsa-harness bench`
 #   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
 #   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
@@ -140,6 +140,14 @@ do_profile() {
   ncu --import "$OUT/profile.ncu-rep" --page details >"$OUT/profile.txt" 2>&1
   grep -E "^  [a-z_]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy" \
     "$OUT/profile.txt" | head -60 | tee -a "$SUMMARY"
+}
+
+# gpu-sparse and gpu-mask recorded on the bundled fixtures (tools/record-gpu-fixture.sh): the
+# files come back under $OUT/fixtures/recorded/, to be committed. Set DSA_GIT_COMMIT when this
+# tree's .git is stale, so the files name the right commit.
+do_record() {
+  stage record 300 tools/record-gpu-fixture.sh "$B/dsa-harness"
+  tail -4 "$LOGS/record.log" | tee -a "$SUMMARY"
 }
 
 # Ceilings, both paths across contexts and the PyTorch peer in one run; the generated batches stay
