@@ -9,7 +9,7 @@
 #   stages: build ctest check check-256k cli memcheck timing  (default: all, in that order;
 #   given stages run in the order given); also readme (the README's two commands, offline),
 #   sanitize (compute-sanitizer racecheck and initcheck on smoke), profile (Nsight Compute,
-#   DSA_PROFILE_KERNELS) record (tools/record-gpu-fixture.sh) and bench (`dsa-harness bench`
+#   DSA_PROFILE_KERNELS), record (tools/record-gpu-fixture.sh) and bench (`dsa-harness bench`
 #   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
 #   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
