@@ -217,7 +217,9 @@ void GpuEngine::upload_keys(const Batch& batch) {
   launch_key_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   time("key_prep", nullptr, 0, double(ncols_) * (68 + 2 * 128 + 8), [&] { launch_key_prep(a); });
-  upload_key_exponents(batch);
+  // The exponent ranges serve the wgmma route's admission alone (query prep reads them only with
+  // the wgmma form): no read-back of every key scale where that route does not run.
+  if (use_wgmma_) upload_key_exponents(batch);
   if (path_ == PathKind::sparse) {
     kfrag_.resize(cols * 128);
     launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get());
@@ -310,8 +312,7 @@ void GpuEngine::prep_query(const Layer& layer, bool dense) {
     qw_weight_.resize(n1 * 32);
     qw_shift_.resize(n1);
   }
-  row_wgmma_.resize(n1);
-  row_wgmma_.fill_bytes(0, n1);
+  row_wgmma_.resize(n1);  // written for every row when the wgmma form is (wgmma_row), read only then
   QueryPrepArgs a{q_.get(),        q_scale_.get(), sel_rows_.get(), nsel,          qs_.get(),
                   qr_.get(),       qexp_.get(),    qscale_.get(),   row_fast_.get(), qsplit_.get(),
                   qmul_.get(),     row_split_.get(), weights_.get(), sel_req_.get(), req_fexp_.get(),
@@ -319,9 +320,12 @@ void GpuEngine::prep_query(const Layer& layer, bool dense) {
                   row_wgmma_.get()};
   launch_query_prep(a);
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  row_split_host_ = row_split_.to_host(size_t(nsel));
-  row_wgmma_host_ = row_wgmma_.to_host(size_t(nsel));
-  build_dense_tiles();
+  // Only the dense kernels use the row tiles; a sparse consumer reads row_split back itself
+  // (upload_route_order), so its query prep costs no round trip here.
+  if (dense) {
+    if (wgmma) row_wgmma_host_ = row_wgmma_.to_host(size_t(nsel));
+    build_dense_tiles();
+  }
   time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 3 * 128 + 16), [&] { launch_query_prep(a); });
 }
 
@@ -478,6 +482,7 @@ int GpuEngine::upload_route_order(const std::vector<int32_t>& rows_host) {
 void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
   const int nsel = int(sel_.size()), k = batch.topk;
   LayerResult& lr = out.layers[layer.id];
+  row_split_host_ = row_split_.to_host(size_t(nsel));  // this layer's routes (upload_route_order)
   auto run_table = [&](const int32_t* rows, const std::vector<int32_t>& rows_host, const int32_t* blocks,
                        const int32_t* valid, int n, DeviceBuffer<uint16_t>& scores, DeviceBuffer<int32_t>& picks,
                        bool record) {
