@@ -10,11 +10,17 @@
 
 namespace dsa::gpu {
 
-// Bytes currently held by DeviceBuffers of this process, and the peak since the last reset.
+// Bytes currently held by DeviceBuffers of this process, and the peak since the last reset; and
+// running totals (never reset) of what they did: bytes allocated, host<->device copies, memsets.
+// A test takes the difference over a step: a step of the same shape allocates nothing.
 struct DeviceMemoryMeter {
   static int64_t& current() { static int64_t v = 0; return v; }
   static int64_t& peak() { static int64_t v = 0; return v; }
   static void reset_peak() { peak() = current(); }
+  static int64_t& allocated_bytes() { static int64_t v = 0; return v; }
+  static int64_t& allocations() { static int64_t v = 0; return v; }
+  static int64_t& copies() { static int64_t v = 0; return v; }
+  static int64_t& memsets() { static int64_t v = 0; return v; }
 };
 
 template <class T>
@@ -38,22 +44,31 @@ class DeviceBuffer {
     if (count == 0) return;
     DSA_CUDA_CHECK(cudaMalloc(&ptr_, count * sizeof(T)));
     count_ = count;
+    DeviceMemoryMeter::allocated_bytes() += int64_t(bytes());
+    ++DeviceMemoryMeter::allocations();
     DeviceMemoryMeter::current() += int64_t(bytes());
     if (DeviceMemoryMeter::current() > DeviceMemoryMeter::peak())
       DeviceMemoryMeter::peak() = DeviceMemoryMeter::current();
   }
   void upload(const T* host, size_t count) {
     resize(count);
-    if (count) DSA_CUDA_CHECK(cudaMemcpy(ptr_, host, count * sizeof(T), cudaMemcpyHostToDevice));
+    if (!count) return;
+    ++DeviceMemoryMeter::copies();
+    DSA_CUDA_CHECK(cudaMemcpy(ptr_, host, count * sizeof(T), cudaMemcpyHostToDevice));
   }
   void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
   void download(T* host, size_t count, size_t offset = 0) const {
-    if (count) DSA_CUDA_CHECK(cudaMemcpy(host, ptr_ + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+    if (!count) return;
+    ++DeviceMemoryMeter::copies();
+    DSA_CUDA_CHECK(cudaMemcpy(host, ptr_ + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
   }
   std::vector<T> to_host(size_t count) const { std::vector<T> h(count); download(h.data(), count); return h; }
-  // Fills every byte with `byte` (poisoning outputs before a launch).
+  // Fills the first `count` elements' bytes with `byte` (poisoning outputs before a launch), in
+  // order on the default stream (per-thread in dsa_gpu), so a stream capture records it too.
   void fill_bytes(int byte, size_t count) {
-    if (count) DSA_CUDA_CHECK(cudaMemset(ptr_, byte, count * sizeof(T)));
+    if (!count) return;
+    ++DeviceMemoryMeter::memsets();
+    DSA_CUDA_CHECK(cudaMemsetAsync(ptr_, byte, count * sizeof(T), 0));
   }
 
   T* get() const { return ptr_; }
