@@ -1,6 +1,7 @@
 #include "gpu/engine/engine.cuh"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -41,6 +42,43 @@ void gather_rows(const int32_t* src, int width, const int32_t* rows, int n, int3
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Per request, the lowest and highest minimum group exponent of its folded keys (the wgmma
+// route's admission, gpu/prep), read from the key scales 2^(fmin - 128); {127, 127} for a request
+// without a fast-path key. On the device, so a step reads no key scale back.
+__global__ void key_exponents_kernel(const float* kscale, const int64_t* start, const int32_t* lc, int2* range) {
+  __shared__ int lo_warp[8], hi_warp[8];
+  const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int lo = 1 << 20, hi = -(1 << 20);
+  for (int64_t j = threadIdx.x; j < lc[b]; j += blockDim.x) {
+    const float v = kscale[start[b] + j];
+    if (v == 0.0f) continue;
+    const int fmin = ((__float_as_int(v) >> 23) & 0xFF) + 1;
+    lo = min(lo, fmin);
+    hi = max(hi, fmin);
+  }
+  lo = __reduce_min_sync(0xFFFFFFFFu, lo);
+  hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+  if (lane == 0) lo_warp[warp] = lo, hi_warp[warp] = hi;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < int(blockDim.x / 32); ++w) lo = min(lo, lo_warp[w]), hi = max(hi, hi_warp[w]);
+    range[b] = lo <= hi ? make_int2(lo, hi) : make_int2(127, 127);
+  }
+}
+
+void launch_key_exponents(const float* kscale, const int64_t* start, const int32_t* lc, int nreq, int2* range) {
+  if (nreq == 0) return;
+  key_exponents_kernel<<<nreq, 256>>>(kscale, start, lc, range);
+  DSA_LAUNCH_CHECK("key_exponents_kernel");
+}
+
+// Candidate columns of a row of length L (docs/semantics.md, level one): the kept blocks, the
+// newest (always kept) holding only (L - 1) % 8 + 1 positions.
+int32_t valid_len_of(int32_t L) {
+  const int32_t kept = std::min<int32_t>(kTopkBlocks, (L + 7) / 8);
+  return L > 0 ? 8 * (kept - 1) + (L - 1) % 8 + 1 : 0;
+}
 
 }  // namespace
 
@@ -125,6 +163,13 @@ Support GpuEngine::supported() const {
   return {why.empty(), why};
 }
 
+GpuEngine::~GpuEngine() { drop_graph(); }
+
+void GpuEngine::drop_graph() {
+  if (graph_) cudaGraphExecDestroy(graph_);  // no throw from a destructor path
+  graph_ = nullptr;
+}
+
 void GpuEngine::time(const std::string& kernel, const Layer* layer, double flops, double bytes,
                      const std::function<void()>& launch) {
   if (!timing_) return;
@@ -132,16 +177,54 @@ void GpuEngine::time(const std::string& kernel, const Layer* layer, double flops
                                       bytes, launch));
 }
 
+// Output hygiene (gpu/common/poison.cuh), with checks on only: each check synchronises.
+void GpuEngine::poison(void* data, int byte, size_t bytes) {
+  if (!checks_ || bytes == 0) return;
+  ++DeviceMemoryMeter::memsets();
+  DSA_CUDA_CHECK(cudaMemsetAsync(data, byte, bytes, stream_));
+}
+
+void GpuEngine::check_written(int64_t unwritten, const std::string& kernel) {
+  require_written(unwritten, kernel_name(kernel));
+}
+
+// Everything a step's device work depends on besides the key and query values: rows, lengths,
+// request layout, pool and table sizes, layers, tails.
+std::vector<int64_t> GpuEngine::shape_of(const Batch& batch, const std::vector<int32_t>& sel) const {
+  std::vector<int64_t> s = {int64_t(path_), batch.topk, batch.page_size, batch.table_width,
+                            int64_t(batch.pool.size()), int64_t(batch.page_table.size()), batch.requests(),
+                            batch.rows(), int64_t(sel.size()), int64_t(batch.tail_rows.size())};
+  for (int32_t r : sel) s.insert(s.end(), {r, batch.compress_len[size_t(r)], batch.tail_index(r)});
+  for (int b = 0; b < batch.requests(); ++b)
+    s.insert(s.end(), {batch.compressed_len[size_t(b)], batch.request_start[size_t(b)]});
+  for (const Layer& l : batch.layers) s.insert(s.end(), {l.id, int64_t(l.role)});
+  return s;
+}
+
 void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& out) {
+  timings_ = &out.timings;
+  published_ = false;
+  own_via_blocks_ = false;
+  if (capturing_) {
+    timing_ = false;
+    // The workspace, its inputs and the plan are in place (capture()): record the device work.
+    DSA_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    prepare_keys();
+    return;
+  }
   const std::string why = unsupported_reason();
   if (!why.empty()) throw std::runtime_error(name() + ": " + why);
   DeviceMemoryMeter::reset_peak();
   timing_ = options.timing;
-  timings_ = &out.timings;
   if (timing_) timer_ = std::make_unique<KernelTimer>(options.timing_samples);
-  published_ = false;
-  topk_notes_.clear();
+  set_up(batch, options);
+  upload_inputs(batch);
+  prepare_keys();
+}
 
+// The selected rows, their tables and the workspace for this batch's shape. Buffers only grow
+// (DeviceBuffer::resize), so a batch of the same shape allocates nothing.
+void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   sel_.clear();
   if (options.rows.empty()) {
     for (int r = 0; r < batch.rows(); ++r) sel_.push_back(r);
@@ -149,6 +232,17 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
     sel_ = options.rows;
   }
   const int nsel = int(sel_.size());
+  if (nsel > 65535) throw std::runtime_error(name() + ": more than 65535 rows in one run");
+  std::vector<int64_t> shape = shape_of(batch, sel_);
+  const bool new_shape = shape != shape_;
+  if (new_shape) {
+    drop_graph();  // its plan and addresses belong to the old shape
+    planned_ = false;
+    shape_ = std::move(shape);
+  }
+  nreq_ = batch.requests();
+  page_size_ = batch.page_size;
+  table_width_ = batch.table_width;
   std::vector<int32_t> len(nsel), req(nsel);
   std::vector<int64_t> kcol(nsel);
   max_len_ = 0;
@@ -162,19 +256,17 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
     sum_len_ += len[size_t(i)];
   }
   sel_len_host_ = len;
+  sel_req_host_ = req;
   ld_dense_ = round_up(std::max(max_len_, 1), 8);
   ld_keys_ = round_up(std::max((max_len_ + 7) / 8, 1), 4);
   sel_rows_.upload(sel_);
   sel_len_.upload(len);
   sel_req_.upload(req);
   sel_kcol_.upload(kcol);
-  std::vector<int32_t> ident(size_t(std::max(nsel, 1)));
-  for (int i = 0; i < nsel; ++i) ident[size_t(i)] = i;
-  identity_.upload(ident);
-
-  sel_req_host_ = req;
   use_wgmma_ = dense_wgmma_supported() && std::getenv("DSA_DENSE_PORTABLE") == nullptr;
-  // Tail rows among the selected rows.
+
+  // The tables: the selected rows, then those that are tail rows; valid_len from L (the host has
+  // it: no kernel computes it).
   tail_sel_.clear();
   tail_index_.clear();
   for (int i = 0; i < nsel; ++i) {
@@ -184,74 +276,112 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
       tail_index_.push_back(int32_t(t));
     }
   }
+  std::vector<int32_t> rows(static_cast<size_t>(nsel)), valid(static_cast<size_t>(nsel));
+  sum_valid_ = 0;
+  for (int i = 0; i < nsel; ++i) {
+    rows[size_t(i)] = i;
+    valid[size_t(i)] = valid_len_of(len[size_t(i)]);
+    sum_valid_ += valid[size_t(i)];
+  }
+  valid_len_host_ = valid;
+  sum_valid_table_ = sum_valid_;
+  for (int32_t i : tail_sel_) {
+    rows.push_back(i);
+    valid.push_back(valid[size_t(i)]);
+    sum_valid_table_ += valid[size_t(i)];
+  }
+  const size_t n1 = std::max<size_t>(rows.size(), 1);
+  table_rows_host_ = rows;
+  table_rows_.upload(rows);
+  valid_len_.upload(valid);
   if (!tail_sel_.empty()) tail_rows_.upload(tail_sel_);
-  upload_keys(batch);
-}
+  blocks_.resize(n1 * kTopkBlocks);
+  topk_list_.resize(size_t(std::max(nsel, 1)));
 
-void GpuEngine::upload_keys(const Batch& batch) {
-  pool_.upload(batch.pool);
-  table_.upload(batch.page_table);
-  std::vector<int64_t> start(batch.request_start.begin(), batch.request_start.end());
+  // Keys: 8 spare columns (a partial last tile may read, and discard, past the last request).
+  // Columns the key prep never writes (the spares, gaps between requests) are zeroed once per
+  // shape: the key prep of a batch of this shape writes the same columns.
   ncols_ = 0;
-  int max_lc = 0;
+  max_lc_ = 0;
   for (int b = 0; b < batch.requests(); ++b) {
     ncols_ = std::max<int64_t>(ncols_, batch.request_start[size_t(b)] + batch.compressed_len[size_t(b)]);
-    max_lc = std::max(max_lc, batch.compressed_len[size_t(b)]);
+    max_lc_ = std::max(max_lc_, batch.compressed_len[size_t(b)]);
   }
-  // 8 spare columns: a partial last tile may read (and discard) past the last request.
   const size_t cols = size_t(ncols_ + 8);
-  ks_.resize(cols * 128);
-  kr_.resize(cols * 128);
-  kexp_.resize(cols);
-  kscale_.resize(cols);
-  ks_.fill_bytes(0, cols * 128);
-  kr_.fill_bytes(0, cols * 128);
-  kexp_.fill_bytes(0x80, cols);
-  kscale_.fill_bytes(0, cols);
-  DeviceBuffer<int32_t> lc;
-  lc.upload(batch.compressed_len);
-  DeviceBuffer<int64_t> dstart;
-  dstart.upload(start);
-  KeyPrepArgs a{pool_.get(), batch.page_size, table_.get(), batch.table_width, lc.get(), dstart.get(),
-                batch.requests(), max_lc, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};
+  if (new_shape) {
+    ks_.resize(cols * 128);
+    kr_.resize(cols * 128);
+    kexp_.resize(cols);
+    kscale_.resize(cols);
+    ks_.fill_bytes(0, cols * 128);
+    kr_.fill_bytes(0, cols * 128);
+    kexp_.fill_bytes(0x80, cols);
+    kscale_.fill_bytes(0, cols);
+  }
+  if (path_ == PathKind::sparse) kfrag_.resize(cols * 128);
+  req_fexp_.resize(size_t(std::max(batch.requests(), 1)));
+
+  // The query operands, shared by the layers in stream order.
+  const size_t s1 = size_t(std::max(nsel, 1));
+  qs_.resize(s1 * 4096);
+  qr_.resize(s1 * 4096);
+  qsplit_.resize(s1 * 4096);
+  qexp_.resize(s1 * 32);
+  qscale_.resize(s1 * 32);
+  qmul_.resize(s1 * 32);
+  row_fast_.resize(s1);
+  row_split_.resize(s1);
+  row_wgmma_.resize(s1);
+  if (use_wgmma_) {
+    qw_.resize(s1 * 4096);
+    qw_mul_.resize(s1 * 32);
+    qw_weight_.resize(s1 * 32);
+    qw_shift_.resize(s1);
+  }
+  dense_.resize(s1 * size_t(ld_dense_));
+  keys_.resize(s1 * size_t(ld_keys_));
+  if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
+  for (const Layer& l : batch.layers) slots_[l.id].picks.resize((n1 + 1) * size_t(batch.topk));
+}
+
+// The step's inputs, copied into the workspace before its device work (a graph reads them there).
+void GpuEngine::upload_inputs(const Batch& batch) {
+  pool_.upload(batch.pool);
+  table_.upload(batch.page_table);
+  req_len_.upload(batch.compressed_len);
+  req_start_.upload(std::vector<int64_t>(batch.request_start.begin(), batch.request_start.end()));
+  const int nsel = int(sel_.size());
+  std::vector<float> w(size_t(nsel) * kHeads);
+  for (const Layer& layer : batch.layers) {
+    LayerSlot& slot = slots_[layer.id];
+    slot.q.upload(layer.q);
+    slot.q_scale.upload(layer.q_scale);
+    for (int i = 0; i < nsel; ++i)
+      std::copy_n(layer.weight_row(sel_[size_t(i)]), kHeads, w.begin() + int64_t(i) * kHeads);
+    slot.weights.upload(w);
+  }
+}
+
+// Key operands of every request: int8 forms and scales, the exponent ranges (wgmma route only),
+// and gpu-sparse's mma fragments.
+void GpuEngine::prepare_keys() {
+  const size_t cols = size_t(ncols_ + 8);
+  KeyPrepArgs a{pool_.get(), page_size_, table_.get(), table_width_, req_len_.get(), req_start_.get(),
+                nreq_, max_lc_, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};
   launch_key_prep(a);
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
   time("key_prep", nullptr, 0, double(ncols_) * (68 + 2 * 128 + 8), [&] { launch_key_prep(a); });
   // The exponent ranges serve the wgmma route's admission alone (query prep reads them only with
-  // the wgmma form): no read-back of every key scale where that route does not run.
-  if (use_wgmma_) upload_key_exponents(batch);
+  // the wgmma form).
+  if (use_wgmma_) launch_key_exponents(kscale_.get(), req_start_.get(), req_len_.get(), nreq_, req_fexp_.get());
   if (path_ == PathKind::sparse) {
-    kfrag_.resize(cols * 128);
     launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get());
-    DSA_CUDA_CHECK(cudaDeviceSynchronize());
     time("key_frags", nullptr, 0, double(cols) * 256, [&] { launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get()); });
   }
 }
 
-// Per request, the lowest and highest minimum group exponent of its folded keys (the wgmma
-// route's admission, gpu/prep): read from the key scales 2^(fmin - 128).
-void GpuEngine::upload_key_exponents(const Batch& batch) {
-  const std::vector<float> ks = kscale_.to_host(size_t(ncols_));
-  std::vector<int2> range(size_t(std::max(batch.requests(), 1)), int2{127, 127});
-  for (int b = 0; b < batch.requests(); ++b) {
-    int lo = 1 << 20, hi = -(1 << 20);
-    for (int64_t j = 0; j < batch.compressed_len[size_t(b)]; ++j) {
-      const float v = ks[size_t(batch.request_start[size_t(b)] + j)];
-      if (v == 0.0f) continue;
-      int bits;
-      std::memcpy(&bits, &v, 4);
-      const int fmin = ((bits >> 23) & 0xFF) + 1;
-      lo = std::min(lo, fmin);
-      hi = std::max(hi, fmin);
-    }
-    if (lo <= hi) range[size_t(b)] = int2{lo, hi};
-  }
-  req_fexp_.upload(range);
-}
-
 // Row tiles of the dense kernels: the rows the query prep admitted to the wgmma route in tiles of
 // up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel).
-void GpuEngine::build_dense_tiles() {
+void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   const int nsel = int(sel_.size());
   std::vector<int32_t> wrows, rest, first, count;
   auto close_wtile = [&] { while (wrows.size() % kWgmmaTileRows != 0) wrows.push_back(-1); };
@@ -276,120 +406,101 @@ void GpuEngine::build_dense_tiles() {
     }
   }
   close_wtile();
-  nwtiles_ = int(wrows.size()) / kWgmmaTileRows;
+  slot.nwtiles = int(wrows.size()) / kWgmmaTileRows;
   const int nw = nsel - int(rest.size());
   dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32, " +
                  std::to_string(rest.size()) + " on mma.sync; ";
-  ntiles_ = int(first.size());
-  if (ntiles_ > 65535 || nwtiles_ > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
-  wtile_rows_.upload(wrows.empty() ? std::vector<int32_t>{-1} : wrows);
-  tile_rows_.upload(rest.empty() ? std::vector<int32_t>{0} : rest);
-  tile_first_.upload(first.empty() ? std::vector<int32_t>{0} : first);
-  tile_count_.upload(count.empty() ? std::vector<int32_t>{0} : count);
+  slot.ntiles = int(first.size());
+  if (slot.ntiles > 65535 || slot.nwtiles > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
+  const size_t n1 = size_t(std::max(nsel, 1));  // the bounds: the lists' sizes vary with the data
+  slot.wtile_rows.resize(n1 * kWgmmaTileRows);
+  slot.tile_rows.resize(n1);
+  slot.tile_first.resize(n1);
+  slot.tile_count.resize(n1);
+  slot.wtile_rows.upload(wrows.empty() ? std::vector<int32_t>{-1} : wrows);
+  slot.tile_rows.upload(rest.empty() ? std::vector<int32_t>{0} : rest);
+  slot.tile_first.upload(first.empty() ? std::vector<int32_t>{0} : first);
+  slot.tile_count.upload(count.empty() ? std::vector<int32_t>{0} : count);
 }
 
+// The layer's query operands. The dense kernels' row tiles depend on the wgmma admission of each
+// row: a plain run reads it back and builds them; a capture reuses them (the plan).
 void GpuEngine::prep_query(const Layer& layer, bool dense) {
   const int nsel = int(sel_.size());
-  q_.upload(layer.q);
-  q_scale_.upload(layer.q_scale);
-  std::vector<float> w(size_t(nsel) * kHeads);
-  for (int i = 0; i < nsel; ++i)
-    std::copy_n(layer.weight_row(sel_[size_t(i)]), kHeads, w.begin() + int64_t(i) * kHeads);
-  weights_.upload(w);
-  qs_.resize(size_t(std::max(nsel, 1)) * 4096);
-  qr_.resize(size_t(std::max(nsel, 1)) * 4096);
-  qexp_.resize(size_t(std::max(nsel, 1)) * 32);
-  qscale_.resize(size_t(std::max(nsel, 1)) * 32);
-  row_fast_.resize(size_t(std::max(nsel, 1)));
-  qsplit_.resize(size_t(std::max(nsel, 1)) * 4096);
-  qmul_.resize(size_t(std::max(nsel, 1)) * 32);
-  row_split_.resize(size_t(std::max(nsel, 1)));
-  const size_t n1 = size_t(std::max(nsel, 1));
+  LayerSlot& slot = slots_[layer.id];
   const bool wgmma = use_wgmma_ && dense;  // the wgmma form serves the dense kernel alone
-  if (wgmma) {
-    qw_.resize(n1 * 4096);
-    qw_mul_.resize(n1 * 32);
-    qw_weight_.resize(n1 * 32);
-    qw_shift_.resize(n1);
-  }
-  row_wgmma_.resize(n1);  // written for every row when the wgmma form is (wgmma_row), read only then
-  QueryPrepArgs a{q_.get(),        q_scale_.get(), sel_rows_.get(), nsel,          qs_.get(),
-                  qr_.get(),       qexp_.get(),    qscale_.get(),   row_fast_.get(), qsplit_.get(),
-                  qmul_.get(),     row_split_.get(), weights_.get(), sel_req_.get(), req_fexp_.get(),
+  QueryPrepArgs a{slot.q.get(),    slot.q_scale.get(), sel_rows_.get(),  nsel,          qs_.get(),
+                  qr_.get(),       qexp_.get(),        qscale_.get(),    row_fast_.get(), qsplit_.get(),
+                  qmul_.get(),     row_split_.get(),   slot.weights.get(), sel_req_.get(), req_fexp_.get(),
                   wgmma ? qw_.get() : nullptr, qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                   row_wgmma_.get()};
   launch_query_prep(a);
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  // Only the dense kernels use the row tiles; a sparse consumer reads row_split back itself
-  // (upload_route_order), so its query prep costs no round trip here.
-  if (dense) {
-    if (wgmma) row_wgmma_host_ = row_wgmma_.to_host(size_t(nsel));
-    build_dense_tiles();
+  if (dense && !capturing_) {
+    if (wgmma) row_wgmma_host_ = row_wgmma_.to_host(size_t(nsel));  // written for every row then
+    build_dense_tiles(slot);
   }
   time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 3 * 128 + 16), [&] { launch_query_prep(a); });
 }
 
 void GpuEngine::dense_logits(const Layer& layer) {
   const int nsel = int(sel_.size());
-  dense_.resize(size_t(std::max(nsel, 1)) * size_t(ld_dense_));
+  LayerSlot& t = slots_[layer.id];
   DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
-                    qmul_.get(), row_split_.get(), weights_.get(),
-                    ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), tile_rows_.get(), tile_first_.get(),
-                    tile_count_.get(), ntiles_, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
-  DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(), wtile_rows_.get(), nwtiles_,
-                   qr_.get(), qexp_.get(), qscale_.get(), weights_.get(), ks_.get(), kr_.get(), kexp_.get(),
+                    qmul_.get(), row_split_.get(), t.weights.get(),
+                    ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), t.tile_rows.get(), t.tile_first.get(),
+                    t.tile_count.get(), t.ntiles, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
+  DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(), t.wtile_rows.get(), t.nwtiles,
+                   qr_.get(), qexp_.get(), qscale_.get(), t.weights.get(), ks_.get(), kr_.get(), kexp_.get(),
                    kscale_.get(), sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
   auto launch = [&] {
     launch_dense_wgmma(w);
     launch_dense_logits(a);
   };
-  dense_.fill_bytes(kPoisonByteFloat, size_t(nsel) * size_t(ld_dense_));
+  poison(dense_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_dense_) * sizeof(float));
   launch();
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(dense_.get()), ld_dense_, nsel,
-                                   sel_len_.get(), 1, 0, 0xFFFFFFFFu),
-                  kernel_name("dense_logits"));
+  if (checks_)
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(dense_.get()), ld_dense_, nsel, sel_len_.get(),
+                                   1, 0, 0xFFFFFFFFu),
+                  "dense_logits");
   time("dense_logits", &layer, 2.0 * kHeads * kHeadDim * double(sum_len_),
        double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68, launch);
-  if (nwtiles_ > 0 && ntiles_ > 0) {  // both routes ran: each one's share
+  if (t.nwtiles > 0 && t.ntiles > 0) {  // both routes ran: each one's share
     time("dense_logits.wgmma", &layer, 0, 0, [&] { launch_dense_wgmma(w); });
     time("dense_logits.mma_sync", &layer, 0, 0, [&] { launch_dense_logits(a); });
   }
 }
 
-void GpuEngine::store_positions(const DeviceBuffer<int32_t>& picks, const std::vector<int32_t>& rows_out, int k,
-                                std::vector<int32_t>& dst) {
-  const std::vector<int32_t> host = picks.to_host(rows_out.size() * size_t(k));
+// Rows first_row.. of `picks` ([rows][k] on the device) to dst rows rows_out[i] (on the host).
+void GpuEngine::store_positions(const DeviceBuffer<int32_t>& picks, size_t first_row,
+                                const std::vector<int32_t>& rows_out, int k, std::vector<int32_t>& dst) {
+  if (rows_out.empty()) return;
+  std::vector<int32_t> host(rows_out.size() * size_t(k));
+  picks.download(host.data(), host.size(), first_row * size_t(k));
   for (size_t i = 0; i < rows_out.size(); ++i)
     std::copy_n(host.begin() + int64_t(i) * k, k, dst.begin() + int64_t(rows_out[i]) * k);
 }
 
-void GpuEngine::own_topk(const Batch& batch, const Layer& layer, Results& out) {
+void GpuEngine::own_topk(const Batch& batch, const Layer& layer) {
   const int nsel = int(sel_.size()), k = batch.topk;
   // On the source, level one is published first and narrows the search (launch_own_topk);
   // plain layers have no level one and scan whole rows.
   const bool via_blocks = published_ && layer.role == Role::source;
-  picks_.resize(size_t(std::max(nsel, 1)) * k);
-  topk_scratch_.resize(size_t(nsel) + 1);
+  own_via_blocks_ = own_via_blocks_ || via_blocks;
+  DeviceBuffer<int32_t>& picks = slots_[layer.id].picks;
   auto launch = [&] {
     if (via_blocks)
-      return launch_own_topk(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, keys_.get(), ld_keys_, blocks_.get(),
-                             valid_len_.get(), picks_.get(), topk_scratch_.get());
-    launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks_.get());
-    return 0;
+      launch_own_topk(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, keys_.get(), ld_keys_, blocks_.get(),
+                      valid_len_.get(), picks.get(), topk_list_.get());
+    else
+      launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks.get());
   };
-  picks_.fill_bytes(kPoisonByteInt, size_t(nsel) * k);
-  const int full_rows = launch();
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(picks_.get()), k, nsel, nullptr, 1, k,
+  poison(picks.get(), kPoisonByteInt, size_t(nsel) * k * sizeof(int32_t));
+  launch();
+  if (checks_)
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(picks.get()), k, nsel, nullptr, 1, k,
                                    0xA5A5A5A5u),
-                  kernel_name("topk"));
-  if (via_blocks) topk_notes_ = "own top-k: " + std::to_string(full_rows) + " of " + std::to_string(nsel) +
-                                " rows needed the full-row pass; ";
-  time("topk", &layer, 0, double(via_blocks ? sum_valid_ : sum_len_) * 4 + double(nsel) * k * 4, [&] { launch(); });
-  LayerResult& lr = out.layers[layer.id];
-  lr.positions.assign(size_t(batch.rows()) * k, kPositionPad);
-  store_positions(picks_, sel_, k, lr.positions);
+                  "topk");
+  time("topk", &layer, 0, double(via_blocks ? sum_valid_ : sum_len_) * 4 + double(nsel) * k * 4, launch);
 }
 
 void GpuEngine::copy_dense_scores(const Batch& batch, const Layer& layer, Results& out) {
@@ -403,57 +514,36 @@ void GpuEngine::copy_dense_scores(const Batch& batch, const Layer& layer, Result
 }
 
 void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOptions& options, Results& out) {
-  const int nsel = int(sel_.size());
+  const int nsel = int(sel_.size()), ntail = int(tail_sel_.size());
   prep_query(source, true);
   dense_logits(source);
   if (options.scores) copy_dense_scores(batch, source, out);
 
-  // Level one: block keys, top-2048 with the ascending write (the block sort) and valid_len.
+  // Level one: block keys, top-2048 with the ascending write (the block sort); valid_len came
+  // from L (set_up).
   int64_t sum_blocks = 0;
   for (int L : sel_len_host_) sum_blocks += (L + 7) / 8;
-  keys_.resize(size_t(std::max(nsel, 1)) * size_t(ld_keys_));
-  keys_.fill_bytes(kPoisonByteFloat, size_t(nsel) * size_t(ld_keys_));
-  if (nsel > 65535) throw std::runtime_error(name() + ": more than 65535 rows in one run");
+  poison(keys_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_keys_) * sizeof(float));
   launch_block_amax(dense_.get(), ld_dense_, sel_len_.get(), nsel, max_len_, keys_.get(), ld_keys_);
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(keys_.get()), ld_keys_, nsel, sel_len_.get(),
+  if (checks_)
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(keys_.get()), ld_keys_, nsel, sel_len_.get(),
                                    8, 0, 0xFFFFFFFFu),
-                  kernel_name("block_amax"));
+                  "block_amax");
   time("block_amax", &source, 0, double(sum_len_) * 4 + double(sum_blocks) * 4,
        [&] { launch_block_amax(dense_.get(), ld_dense_, sel_len_.get(), nsel, max_len_, keys_.get(), ld_keys_); });
 
-  blocks_.resize(size_t(std::max(nsel, 1)) * kTopkBlocks);
-  valid_len_.resize(size_t(std::max(nsel, 1)));
-  blocks_.fill_bytes(kPoisonByteInt, size_t(nsel) * kTopkBlocks);
-  valid_len_.fill_bytes(kPoisonByteInt, size_t(nsel));
-  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), valid_len_.get());
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel, nullptr, 1,
-                                   kTopkBlocks, 0xA5A5A5A5u) +
-                      count_poison_u32(reinterpret_cast<const uint32_t*>(valid_len_.get()), 1, nsel, nullptr, 1, 1,
-                                       0xA5A5A5A5u),
-                  kernel_name("block_topk"));
+  poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
+  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get());
+  // The tail table: the published rows of the tail rows, after the selected rows' (one table).
+  if (ntail > 0) gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, blocks_.get() + int64_t(nsel) * kTopkBlocks);
+  if (checks_)
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel + ntail,
+                                   nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
+                  "block_topk");
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4,
-       [&] { launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), valid_len_.get()); });
-
-  out.blocks.assign(size_t(batch.rows()) * kTopkBlocks, kBlockPad);
-  store_positions(blocks_, sel_, kTopkBlocks, out.blocks);
-  valid_len_host_ = valid_len_.to_host(size_t(nsel));
-  sum_valid_ = 0;
-  for (int v : valid_len_host_) sum_valid_ += v;
+       [&] { launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get()); });
   published_ = true;
-  own_topk(batch, source, out);
-
-  // The tail table: the published rows of the tail rows.
-  const int ntail = int(tail_sel_.size());
-  if (ntail > 0) {
-    tail_blocks_.resize(size_t(ntail) * kTopkBlocks);
-    tail_valid_.resize(size_t(ntail));
-    gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, tail_blocks_.get());
-    gather_rows(valid_len_.get(), 1, tail_rows_.get(), ntail, tail_valid_.get());
-    DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  published_ = true;
+  own_topk(batch, source);
 }
 
 void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptions& options, Results& out) {
@@ -465,59 +555,47 @@ void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptio
     select_mask(batch, consumer, options, out);
 }
 
-// Table rows (rows_host[i]: the selected row of table row i) ordered split-route rows first, each
-// group in table order; returns how many take the split route.
-int GpuEngine::upload_route_order(const std::vector<int32_t>& rows_host) {
+// The table rows ordered split-route rows first, each group in table order; n_split of them take
+// the split route. Built from the layer's row_split, read back in a plain run (the plan).
+void GpuEngine::upload_route_order(LayerSlot& slot, const std::vector<int32_t>& row_split) {
+  const std::vector<int32_t>& rows = table_rows_host_;
   std::vector<int32_t> order;
-  order.reserve(rows_host.size());
+  order.reserve(rows.size());
   for (int pass = 0; pass < 2; ++pass)
-    for (size_t i = 0; i < rows_host.size(); ++i)
-      if ((row_split_host_[size_t(rows_host[i])] != 0) == (pass == 0)) order.push_back(int32_t(i));
-  int n_split = 0;
-  for (int32_t r : rows_host) n_split += row_split_host_[size_t(r)] != 0;
-  route_order_.upload(order.empty() ? std::vector<int32_t>{0} : order);
-  return n_split;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if ((row_split[size_t(rows[i])] != 0) == (pass == 0)) order.push_back(int32_t(i));
+  slot.n_split = 0;
+  for (int32_t r : rows) slot.n_split += row_split[size_t(r)] != 0;
+  slot.route_order.upload(order.empty() ? std::vector<int32_t>{0} : order);
 }
 
 void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
-  const int nsel = int(sel_.size()), k = batch.topk;
-  LayerResult& lr = out.layers[layer.id];
-  row_split_host_ = row_split_.to_host(size_t(nsel));  // this layer's routes (upload_route_order)
-  auto run_table = [&](const int32_t* rows, const std::vector<int32_t>& rows_host, const int32_t* blocks,
-                       const int32_t* valid, int n, DeviceBuffer<uint16_t>& scores, DeviceBuffer<int32_t>& picks,
-                       bool record) {
-    scores.resize(size_t(std::max(n, 1)) * kCandidateWidth);
-    picks.resize(size_t(std::max(n, 1)) * k);
-    const int n_split = upload_route_order(rows_host);
-    SparseLogitsArgs a{pool_.get(), batch.page_size, table_.get(), batch.table_width, qs_.get(), qr_.get(),
-                       qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
-                       row_split_.get(), weights_.get(), sel_len_.get(),
-                       sel_req_.get(), sel_kcol_.get(), kfrag_.get(), kscale_.get(), rows, blocks, valid, n,
-                       route_order_.get(), n_split, scores.get()};
-    scores.fill_bytes(kPoisonByteFloat, size_t(n) * kCandidateWidth);
-    launch_sparse_logits(a);
-    DSA_CUDA_CHECK(cudaDeviceSynchronize());
-    require_written(count_poison_u16(scores.get(), kCandidateWidth, n, valid, 1, 0, 0xFFFFu),
-                    kernel_name("sparse_logits"));
-    picks.fill_bytes(kPoisonByteInt, size_t(n) * k);
-    launch_small_topk(scores.get(), blocks, valid, n, k, picks.get());
-    DSA_CUDA_CHECK(cudaDeviceSynchronize());
-    require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(picks.get()), k, n, nullptr, 1, k,
-                                     0xA5A5A5A5u),
-                    kernel_name("small_topk"));
-    if (record) {
-      time("sparse_logits", &layer, 2.0 * kHeads * kHeadDim * double(sum_valid_),
-           double(sum_valid_) * (68 + 2) + double(n) * kHeads * 68, [&] { launch_sparse_logits(a); });
-      time("small_topk", &layer, 0, double(sum_valid_) * 2 + double(n) * k * 4,
-           [&] { launch_small_topk(scores.get(), blocks, valid, n, k, picks.get()); });
-    }
-  };
-  std::vector<int32_t> table_rows(static_cast<size_t>(nsel));
-  for (int i = 0; i < nsel; ++i) table_rows[size_t(i)] = i;
-  run_table(identity_.get(), table_rows, blocks_.get(), valid_len_.get(), nsel, sparse_, picks_, true);
-  lr.positions.assign(size_t(batch.rows()) * k, kPositionPad);
-  store_positions(picks_, sel_, k, lr.positions);
+  const int nsel = int(sel_.size()), k = batch.topk, n = nsel + int(tail_sel_.size());
+  LayerSlot& slot = slots_[layer.id];
+  if (!capturing_) upload_route_order(slot, row_split_.to_host(size_t(nsel)));
+  SparseLogitsArgs a{pool_.get(), page_size_, table_.get(), table_width_, qs_.get(), qr_.get(),
+                     qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
+                     row_split_.get(), slot.weights.get(), sel_len_.get(),
+                     sel_req_.get(), sel_kcol_.get(), kfrag_.get(), kscale_.get(), table_rows_.get(), blocks_.get(),
+                     valid_len_.get(), n, slot.route_order.get(), slot.n_split, sparse_.get()};
+  poison(sparse_.get(), kPoisonByteFloat, size_t(n) * kCandidateWidth * sizeof(uint16_t));
+  launch_sparse_logits(a);
+  if (checks_)
+    check_written(count_poison_u16(sparse_.get(), kCandidateWidth, n, valid_len_.get(), 1, 0, 0xFFFFu),
+                  "sparse_logits");
+  poison(slot.picks.get(), kPoisonByteInt, size_t(n) * k * sizeof(int32_t));
+  launch_small_topk(sparse_.get(), blocks_.get(), valid_len_.get(), n, k, slot.picks.get());
+  if (checks_)
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(slot.picks.get()), k, n, nullptr, 1, k,
+                                   0xA5A5A5A5u),
+                  "small_topk");
+  // Timed as the step runs them: over both tables (the tail table adds its rows' work).
+  time("sparse_logits", &layer, 2.0 * kHeads * kHeadDim * double(sum_valid_table_),
+       double(sum_valid_table_) * (68 + 2) + double(n) * kHeads * 68, [&] { launch_sparse_logits(a); });
+  time("small_topk", &layer, 0, double(sum_valid_table_) * 2 + double(n) * k * 4,
+       [&] { launch_small_topk(sparse_.get(), blocks_.get(), valid_len_.get(), n, k, slot.picks.get()); });
   if (options.scores) {
+    LayerResult& lr = out.layers[layer.id];
     lr.sparse_scores.assign(size_t(batch.rows()), {});
     for (int i = 0; i < nsel; ++i) {
       std::vector<uint16_t>& row = lr.sparse_scores[size_t(sel_[size_t(i)])];
@@ -525,67 +603,137 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
       sparse_.download(row.data(), row.size(), size_t(i) * kCandidateWidth);
     }
   }
-  if (!batch.tail_rows.empty()) {
-    lr.tail_positions.assign(size_t(batch.total_tail_rows) * k, kPositionPad);
-    const int ntail = int(tail_sel_.size());
-    if (ntail > 0) {
-      run_table(tail_rows_.get(), tail_sel_, tail_blocks_.get(), tail_valid_.get(), ntail, tail_sparse_, tail_picks_,
-                false);
-      store_positions(tail_picks_, tail_index_, k, lr.tail_positions);
-    }
-  }
 }
 
 void GpuEngine::select_mask(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
-  const int nsel = int(sel_.size()), k = batch.topk;
+  const int nsel = int(sel_.size()), k = batch.topk, n = nsel + int(tail_sel_.size());
+  DeviceBuffer<int32_t>& picks = slots_[layer.id].picks;
   dense_logits(layer);
-  LayerResult& lr = out.layers[layer.id];
-  picks_.resize(size_t(std::max(nsel, 1)) * k);
-  picks_.fill_bytes(kPoisonByteInt, size_t(nsel) * k);
-  launch_topk_mask(dense_.get(), ld_dense_, nullptr, blocks_.get(), valid_len_.get(), nsel, k, picks_.get());
-  DSA_CUDA_CHECK(cudaDeviceSynchronize());
-  require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(picks_.get()), k, nsel, nullptr, 1, k,
-                                   0xA5A5A5A5u),
-                  kernel_name("mask_topk"));
-  time("mask_topk", &layer, 0, double(sum_valid_) * 4 + double(nsel) * k * 4, [&] {
-    launch_topk_mask(dense_.get(), ld_dense_, nullptr, blocks_.get(), valid_len_.get(), nsel, k, picks_.get());
-  });
-  lr.positions.assign(size_t(batch.rows()) * k, kPositionPad);
-  store_positions(picks_, sel_, k, lr.positions);
+  // Both tables in one launch: table row i ranks dense row table_rows[i].
+  auto launch = [&] {
+    launch_topk_mask(dense_.get(), ld_dense_, table_rows_.get(), blocks_.get(), valid_len_.get(), n, k, picks.get());
+  };
+  poison(picks.get(), kPoisonByteInt, size_t(n) * k * sizeof(int32_t));
+  launch();
+  if (checks_)
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(picks.get()), k, n, nullptr, 1, k, 0xA5A5A5A5u),
+                  "mask_topk");
+  time("mask_topk", &layer, 0, double(sum_valid_table_) * 4 + double(n) * k * 4, launch);
   if (options.scores) copy_dense_scores(batch, layer, out);
-  if (!batch.tail_rows.empty()) {
-    lr.tail_positions.assign(size_t(batch.total_tail_rows) * k, kPositionPad);
-    const int ntail = int(tail_sel_.size());
-    if (ntail > 0) {
-      tail_picks_.resize(size_t(ntail) * k);
-      tail_picks_.fill_bytes(kPoisonByteInt, size_t(ntail) * k);
-      launch_topk_mask(dense_.get(), ld_dense_, tail_rows_.get(), tail_blocks_.get(), tail_valid_.get(), ntail, k,
-                       tail_picks_.get());
-      DSA_CUDA_CHECK(cudaDeviceSynchronize());
-      require_written(count_poison_u32(reinterpret_cast<const uint32_t*>(tail_picks_.get()), k, ntail, nullptr, 1,
-                                       k, 0xA5A5A5A5u),
-                      kernel_name("mask_topk(tail)"));
-      store_positions(tail_picks_, tail_index_, k, lr.tail_positions);
-    }
-  }
 }
 
 void GpuEngine::plain(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
   prep_query(layer, true);
   dense_logits(layer);
-  own_topk(batch, layer, out);
+  own_topk(batch, layer);
   if (options.scores) copy_dense_scores(batch, layer, out);
 }
 
-void GpuEngine::end(const Batch&, const RunOptions&, Results& out) {
+// The step's outputs to the host, at its end: published blocks, each layer's picks on the full
+// table and (consumers) on the tail table.
+void GpuEngine::collect(const Batch& batch, Results& out) {
+  const int nsel = int(sel_.size()), k = batch.topk;
+  if (published_) {
+    out.blocks.assign(size_t(batch.rows()) * kTopkBlocks, kBlockPad);
+    store_positions(blocks_, 0, sel_, kTopkBlocks, out.blocks);
+  }
+  for (const Layer& layer : batch.layers) {
+    if (layer.role == Role::consumer && !published_) continue;
+    LayerResult& lr = out.layers[layer.id];
+    const DeviceBuffer<int32_t>& picks = slots_[layer.id].picks;
+    lr.positions.assign(size_t(batch.rows()) * k, kPositionPad);
+    store_positions(picks, 0, sel_, k, lr.positions);
+    if (layer.role == Role::consumer && !batch.tail_rows.empty()) {
+      lr.tail_positions.assign(size_t(batch.total_tail_rows) * k, kPositionPad);
+      store_positions(picks, size_t(nsel), tail_index_, k, lr.tail_positions);
+    }
+  }
+}
+
+void GpuEngine::end(const Batch& batch, const RunOptions&, Results& out) {
+  if (capturing_) {
+    cudaGraph_t graph = nullptr;
+    DSA_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    const cudaError_t err = cudaGraphInstantiate(&graph_, graph, 0);
+    cudaGraphDestroy(graph);
+    DSA_CUDA_CHECK(err);
+    return;
+  }
+  DSA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  collect(batch, out);
+  std::string topk_notes;
+  if (own_via_blocks_) {
+    const int full = own_topk_full_rows(topk_list_.to_host(sel_.size()));
+    topk_notes = "own top-k: " + std::to_string(full) + " of " + std::to_string(sel_.size()) +
+                 " rows needed the full-row pass; ";
+  }
+  planned_ = true;
   out.peak_device_bytes = DeviceMemoryMeter::peak();
-  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + "sparse: mma.sync m16n8k32); " + topk_notes_ +
+  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + "sparse: mma.sync m16n8k32); " + topk_notes +
               describe_device();
   timer_.reset();
+  if (keep_workspace_) return;
   // Free the large buffers now: the next implementation may need the memory.
+  drop_graph();
+  shape_.clear();
+  planned_ = false;
   dense_ = DeviceBuffer<float>();
   keys_ = DeviceBuffer<float>();
   sparse_ = DeviceBuffer<uint16_t>();
+}
+
+Results GpuEngine::capture(const Batch& batch, const RunOptions& options) {
+  if (options.timing || options.scores)
+    throw std::invalid_argument(name() + ": a captured step records no timings and no scores");
+  std::vector<int32_t> sel = options.rows;
+  if (sel.empty())
+    for (int r = 0; r < batch.rows(); ++r) sel.push_back(r);
+  if (!planned_ || shape_of(batch, sel) != shape_)
+    throw std::logic_error(name() + ": capture needs a plain run of a batch of this shape first (with keep_workspace)");
+  drop_graph();
+  const bool checks = checks_;
+  checks_ = false;  // each check synchronises: a graph holds the kernels alone
+  capturing_ = true;
+  try {
+    Results out = run(batch, options);
+    capturing_ = false;
+    checks_ = checks;
+    out.notes = "captured step (CUDA graph); no outputs";
+    return out;
+  } catch (...) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t graph = nullptr;
+      if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    }
+    cudaGetLastError();
+    capturing_ = false;
+    checks_ = checks;
+    throw;
+  }
+}
+
+Results GpuEngine::replay(const Batch& batch, const RunOptions& options) {
+  if (!graph_) throw std::logic_error(name() + ": replay before capture");
+  std::vector<int32_t> sel = options.rows;
+  if (sel.empty())
+    for (int r = 0; r < batch.rows(); ++r) sel.push_back(r);
+  if (shape_of(batch, sel) != shape_) throw std::invalid_argument(name() + ": replay of a batch of another shape");
+  Results out;
+  out.name = out.implementation = name();
+  out.device = device();
+  out.rows_done.assign(size_t(batch.rows()), options.rows.empty() ? 1 : 0);
+  for (int r : options.rows) out.rows_done[size_t(r)] = 1;
+  const auto start = std::chrono::steady_clock::now();
+  upload_inputs(batch);
+  DSA_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+  DSA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  collect(batch, out);
+  const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - start;
+  out.steps.push_back({"graph", wall.count(), 1});
+  out.peak_device_bytes = DeviceMemoryMeter::peak();
+  out.notes = "replayed CUDA graph; " + describe_device();
+  return out;
 }
 
 }  // namespace dsa::gpu

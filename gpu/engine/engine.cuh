@@ -4,6 +4,15 @@
 // published table and on the tail table, plain layers take their own top-k. The mode decides
 // the consumers' path: paged sparse bf16 logits + small top-k (gpu-sparse) or dense fp32 logits
 // ranked inside the published blocks (gpu-mask).
+//
+// Steps (issue 12): a step is one run over a batch. The engine's device buffers form a workspace
+// sized from the batch (rows, lengths, layers); with keep_workspace a second step of the same
+// shape reuses it and allocates nothing. Every launch of a step goes to one stream (stream_), the
+// results are copied to the host at the end of the step (end()), and capture() records a step
+// into a CUDA graph that replay() launches.
+#include <cuda_runtime.h>
+
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,9 +30,28 @@ std::string unsupported_reason();
 class GpuEngine : public Implementation {
  public:
   explicit GpuEngine(PathKind path) : path_(path) {}
+  ~GpuEngine() override;
   std::string name() const override { return path_ == PathKind::sparse ? "gpu-sparse" : "gpu-mask"; }
   std::string device() const override;
   Support supported() const override;
+
+  // Keep the workspace after a run (default: the large buffers are freed at the end of a run, so
+  // the next implementation of a replay has the memory).
+  void set_keep_workspace(bool keep) { keep_workspace_ = keep; }
+  // Poison every output before its kernel and count unwritten slots after it (default on). Each
+  // check synchronises and allocates; off, a step is its kernels and copies alone.
+  void set_checks(bool on) { checks_ = on; }
+
+  // Records one step of `batch` into a CUDA graph. A plain run() of the same batch on this engine
+  // must come first: it sizes the workspace and fixes the step's plan (the dense kernels' row
+  // tiles and the sparse route order, built on the host from that run's query prep). Returns the
+  // run's record: its steps count the launches captured per layer; it holds no outputs.
+  // Not with options.timing or options.scores.
+  Results capture(const Batch& batch, const RunOptions& options);
+  // Uploads `batch`'s inputs into the workspace, launches the captured graph and returns the
+  // step's outputs. `batch` must have the captured batch's shape; the outputs are exact for the
+  // captured batch's values (for other values the plan above may be stale).
+  Results replay(const Batch& batch, const RunOptions& options);
 
  protected:
   void begin(const Batch& batch, const RunOptions& options, Results& out) override;
@@ -33,26 +61,58 @@ class GpuEngine : public Implementation {
   void end(const Batch& batch, const RunOptions& options, Results& out) override;
 
  private:
-  void upload_keys(const Batch& batch);
-  void upload_key_exponents(const Batch& batch);
-  void build_dense_tiles();
+  // One layer's inputs, plan and outputs, at fixed addresses for the whole workspace's life.
+  struct LayerSlot {
+    DeviceBuffer<uint8_t> q, q_scale;
+    DeviceBuffer<float> weights;  // [nsel][32]
+    // The dense kernels' row tiles (build_dense_tiles): the wgmma route's, [nwtiles][4], and the
+    // portable kernel's over the list tile_rows.
+    DeviceBuffer<int32_t> wtile_rows, tile_rows, tile_first, tile_count;
+    int nwtiles = 0, ntiles = 0;
+    // gpu-sparse consumers: table rows by route (upload_route_order), n_split on the split route.
+    DeviceBuffer<int32_t> route_order;
+    int n_split = 0;
+    // [table rows][k]: own top-k (source, plain; one spare row for launch_own_topk), or the
+    // consumer's picks on the full table then on the tail table.
+    DeviceBuffer<int32_t> picks;
+  };
+
+  std::vector<int64_t> shape_of(const Batch& batch, const std::vector<int32_t>& sel) const;
+  void set_up(const Batch& batch, const RunOptions& options);
+  void upload_inputs(const Batch& batch);
+  void prepare_keys();
+  void build_dense_tiles(LayerSlot& slot);
   void prep_query(const Layer& layer, bool dense);
   void dense_logits(const Layer& layer);
-  void own_topk(const Batch& batch, const Layer& layer, Results& out);
-  int upload_route_order(const std::vector<int32_t>& rows_host);
+  void own_topk(const Batch& batch, const Layer& layer);
+  void upload_route_order(LayerSlot& slot, const std::vector<int32_t>& row_split);
   void select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out);
   void select_mask(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out);
   void copy_dense_scores(const Batch& batch, const Layer& layer, Results& out);
-  void store_positions(const DeviceBuffer<int32_t>& picks, const std::vector<int32_t>& rows_out, int k,
-                       std::vector<int32_t>& dst);
+  void collect(const Batch& batch, Results& out);
+  void store_positions(const DeviceBuffer<int32_t>& picks, size_t first_row, const std::vector<int32_t>& rows_out,
+                       int k, std::vector<int32_t>& dst);
+  void check_written(int64_t unwritten, const std::string& kernel);
+  void poison(void* data, int byte, size_t bytes);
   void time(const std::string& kernel, const Layer* layer, double flops, double bytes,
             const std::function<void()>& launch);
   std::string kernel_name(const std::string& kernel) const { return name() + "/" + kernel; }
+  void drop_graph();
 
   PathKind path_;
   bool timing_ = false;
   std::unique_ptr<KernelTimer> timer_;
   std::vector<KernelTiming>* timings_ = nullptr;
+  bool keep_workspace_ = false, checks_ = true;
+
+  // The step's stream. The launchers launch on the default stream and dsa_gpu is compiled with
+  // --default-stream=per-thread (CMakeLists.txt), so that is this thread's own stream: one
+  // ordinary stream that a graph can capture (the legacy stream cannot be captured).
+  cudaStream_t stream_ = cudaStreamPerThread;
+  bool capturing_ = false;
+  cudaGraphExec_t graph_ = nullptr;
+  std::vector<int64_t> shape_;  // the workspace's batch shape (shape_of); empty: none yet
+  bool planned_ = false;         // a plain run filled the plan for shape_
 
   // Selected rows (ascending global rows) and their per-row data.
   std::vector<int32_t> sel_;
@@ -60,55 +120,49 @@ class GpuEngine : public Implementation {
   int max_len_ = 0;
   int64_t sum_len_ = 0;
   int64_t ld_dense_ = 8, ld_keys_ = 4;
-  DeviceBuffer<int32_t> sel_rows_, sel_len_, sel_req_, identity_;
+  DeviceBuffer<int32_t> sel_rows_, sel_len_, sel_req_;
   DeviceBuffer<int64_t> sel_kcol_;
   std::vector<int32_t> sel_req_host_;
-  // Dense logits tiles (build_dense_tiles): the wgmma route's, [nwtiles][4], and the portable
-  // kernel's over the list tile_rows_.
   bool use_wgmma_ = false;
-  DeviceBuffer<int32_t> wtile_rows_, tile_rows_, tile_first_, tile_count_;
-  int nwtiles_ = 0, ntiles_ = 0;
+  std::vector<int32_t> row_wgmma_host_;
 
   // Keys: the pool, page tables and the flattened int8 operands.
   DeviceBuffer<uint8_t> pool_;
-  DeviceBuffer<int32_t> table_;
+  DeviceBuffer<int32_t> table_, req_len_;
+  DeviceBuffer<int64_t> req_start_;
   int64_t ncols_ = 0;
+  int max_lc_ = 0, nreq_ = 0, page_size_ = 0, table_width_ = 0;
   DeviceBuffer<int8_t> ks_, kr_;
   DeviceBuffer<int8_t> kfrag_;  // gpu-sparse: ks_ re-laid as per-lane mma fragments
   DeviceBuffer<uint32_t> kexp_;
   DeviceBuffer<float> kscale_;
+  DeviceBuffer<int2> req_fexp_;
 
-  // The current layer's query operands.
-  DeviceBuffer<uint8_t> q_, q_scale_;
+  // The current layer's query operands (one layer at a time, in stream order).
   DeviceBuffer<int8_t> qs_, qr_, qsplit_;
   DeviceBuffer<int2> qmul_;
   DeviceBuffer<int32_t> row_split_;
   DeviceBuffer<int8_t> qw_;  // the wgmma form (gpu/prep)
   DeviceBuffer<int32_t> qw_mul_, qw_shift_, row_wgmma_;
   DeviceBuffer<float> qw_weight_;
-  DeviceBuffer<int2> req_fexp_;
-  std::vector<int32_t> row_wgmma_host_;
-  std::vector<int32_t> row_split_host_;
-  DeviceBuffer<int32_t> route_order_;  // gpu-sparse: table rows by route (upload_route_order)
   DeviceBuffer<uint32_t> qexp_;
-  DeviceBuffer<float> qscale_, weights_;
+  DeviceBuffer<float> qscale_;
   DeviceBuffer<int32_t> row_fast_;
+  std::map<int, LayerSlot> slots_;  // by layer id
 
-  // Outputs and the published table.
-  DeviceBuffer<float> dense_, keys_;
-  DeviceBuffer<int32_t> picks_, blocks_, valid_len_;
-  std::vector<int32_t> valid_len_host_;
-  int64_t sum_valid_ = 0;
-  DeviceBuffer<uint16_t> sparse_;
-  bool published_ = false;
-  DeviceBuffer<int32_t> topk_scratch_;
-  std::string topk_notes_, dense_notes_;
-
-  // Tail table: selected rows that are tail rows.
-  std::vector<int32_t> tail_sel_;     // selected-row index of each
+  // The tables. Table rows 0..nsel-1 are the selected rows (the published table); rows nsel.. are
+  // the tail table, the selected rows that are tail rows, whose published rows the source copies
+  // in (gather_rows). One launch serves both tables.
+  std::vector<int32_t> tail_sel_;     // selected-row index of each tail-table row
   std::vector<int32_t> tail_index_;   // index into tail_positions
-  DeviceBuffer<int32_t> tail_rows_, tail_blocks_, tail_valid_, tail_picks_;
-  DeviceBuffer<uint16_t> tail_sparse_;
+  std::vector<int32_t> table_rows_host_, valid_len_host_;
+  int64_t sum_valid_ = 0, sum_valid_table_ = 0;  // over the selected rows, over both tables
+  DeviceBuffer<int32_t> table_rows_, tail_rows_, blocks_, valid_len_;
+  DeviceBuffer<float> dense_, keys_;
+  DeviceBuffer<uint16_t> sparse_;
+  DeviceBuffer<int32_t> topk_list_;  // launch_own_topk's row list
+  bool published_ = false, own_via_blocks_ = false;
+  std::string dense_notes_;
 };
 
 }  // namespace dsa::gpu

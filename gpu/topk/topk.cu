@@ -15,35 +15,41 @@ struct DenseRows {
   __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
 };
 
-// Rows picked by a list: table row i is dense row rows[i].
-struct DenseRowsMapped {
+// Rows picked by a list: table row i is dense row rows[i], or no row when rows[i] == nrows (length
+// 0: its block writes padding into the spare output row nrows and exits).
+struct DenseRowsListed {
   const float* data;
   int64_t ld;
   const int32_t* lens;
   const int32_t* rows;
-  __device__ int len(int i) const { return lens[rows[i]]; }
+  int nrows;
+  __device__ int len(int i) const { return rows[i] < nrows ? lens[rows[i]] : 0; }
   __device__ uint32_t key(int i, int c) const { return order_f32(data[int64_t(rows[i]) * ld + c]); }
 };
 
-// One warp per row: is the top-k over the published candidates the row's top-k? Appends the
-// rows where it may not be to list[1..], list[0] counting them.
+// One warp per row: is the top-k over the published candidates the row's top-k? list[row] = row
+// where it may not be, nrows (no row) where it is. Every entry is written, so the list needs no
+// clearing and no count: the full-row pass runs over a fixed grid.
 __global__ void own_topk_check_kernel(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
                                       const float* keys, int64_t ld_keys, const int32_t* blocks,
                                       const int32_t* picks, int32_t* list) {
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
   if (row >= nrows) return;
   const int L = len[row];
-  if (L <= k || (L + 7) / 8 <= kTopkBlocks) return;  // all positions, or every block published
-  uint32_t kth = 0xFFFFFFFFu, key_min = 0xFFFFFFFFu;
-  for (int j = lane; j < k; j += 32)
-    kth = min(kth, order_f32(dense[int64_t(row) * ld + picks[int64_t(row) * k + j]]));
-  for (int j = lane; j < kTopkBlocks; j += 32)
-    key_min = min(key_min, order_f32(keys[int64_t(row) * ld_keys + blocks[int64_t(row) * kTopkBlocks + j]]));
-  for (int o = 16; o > 0; o >>= 1) {
-    kth = min(kth, __shfl_xor_sync(0xFFFFFFFFu, kth, o));
-    key_min = min(key_min, __shfl_xor_sync(0xFFFFFFFFu, key_min, o));
+  bool full = false;
+  if (L > k && (L + 7) / 8 > kTopkBlocks) {  // else all positions, or every block published
+    uint32_t kth = 0xFFFFFFFFu, key_min = 0xFFFFFFFFu;
+    for (int j = lane; j < k; j += 32)
+      kth = min(kth, order_f32(dense[int64_t(row) * ld + picks[int64_t(row) * k + j]]));
+    for (int j = lane; j < kTopkBlocks; j += 32)
+      key_min = min(key_min, order_f32(keys[int64_t(row) * ld_keys + blocks[int64_t(row) * kTopkBlocks + j]]));
+    for (int o = 16; o > 0; o >>= 1) {
+      kth = min(kth, __shfl_xor_sync(0xFFFFFFFFu, kth, o));
+      key_min = min(key_min, __shfl_xor_sync(0xFFFFFFFFu, key_min, o));
+    }
+    full = !(kth > key_min);
   }
-  if (lane == 0 && !(kth > key_min)) list[1 + atomicAdd(list, 1)] = row;
+  if (lane == 0) list[row] = full ? row : nrows;
 }
 
 struct BlockKeyRows {
@@ -110,14 +116,6 @@ struct PageTransform {
   }
 };
 
-__global__ void valid_len_kernel(const int32_t* len, int nrows, int32_t* valid_len) {
-  const int row = blockIdx.x * blockDim.x + threadIdx.x;
-  if (row >= nrows) return;
-  const int L = len[row];
-  const int kept = min(kTopkBlocks, (L + 7) / 8);
-  valid_len[row] = L > 0 ? 8 * (kept - 1) + (L - 1) % 8 + 1 : 0;
-}
-
 }  // namespace
 
 void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, int32_t* out) {
@@ -126,26 +124,29 @@ void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int n
   DSA_LAUNCH_CHECK("radix_topk_kernel<dense>");
 }
 
-int launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
-                    int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
-                    int32_t* scratch) {
-  if (nrows == 0) return 0;
+void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
+                     int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
+                     int32_t* list) {
+  if (nrows == 0) return;
   launch_topk_mask(dense, ld, nullptr, blocks, valid_len, nrows, k, out);
-  DSA_CUDA_CHECK(cudaMemsetAsync(scratch, 0, sizeof(int32_t)));
-  own_topk_check_kernel<<<(nrows + 7) / 8, 256>>>(dense, ld, len, nrows, k, keys, ld_keys, blocks, out, scratch);
+  own_topk_check_kernel<<<(nrows + 7) / 8, 256>>>(dense, ld, len, nrows, k, keys, ld_keys, blocks, out, list);
   DSA_LAUNCH_CHECK("own_topk_check_kernel");
-  int32_t count = 0;
-  DSA_CUDA_CHECK(cudaMemcpy(&count, scratch, sizeof(int32_t), cudaMemcpyDeviceToHost));
-  if (count > 0) {
-    radix_topk_kernel<32><<<count, kTopkThreads>>>(DenseRowsMapped{dense, ld, len, scratch + 1}, Identity{}, k, -1,
-                                                    out, scratch + 1);
-    DSA_LAUNCH_CHECK("radix_topk_kernel<dense rows>");
-  }
-  return count;
+  // Every row gets a block; those the check passed exit at once (length 0). No count comes back
+  // to the host, so the step has no synchronisation here and can be captured in a graph.
+  radix_topk_kernel<32><<<nrows, kTopkThreads>>>(DenseRowsListed{dense, ld, len, list, nrows}, Identity{}, k, -1,
+                                                  out, list);
+  DSA_LAUNCH_CHECK("radix_topk_kernel<dense rows>");
+}
+
+int own_topk_full_rows(const std::vector<int32_t>& list) {
+  const int nrows = int(list.size());
+  int n = 0;
+  for (int32_t r : list) n += r != nrows;
+  return n;
 }
 
 void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
-                       int32_t* blocks, int32_t* valid_len) {
+                       int32_t* blocks) {
   if (nrows == 0) return;
   constexpr int kPer = 64;  // block keys per thread: rows of up to 32768 blocks (262144 positions)
   if ((int64_t(max_len) + 7) / 8 <= int64_t(kPer) * kSelectThreads) {
@@ -157,8 +158,6 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
                                                     kBlockPad, blocks);
     DSA_LAUNCH_CHECK("radix_topk_kernel<blocks>");
   }
-  valid_len_kernel<<<(nrows + 255) / 256, 256>>>(len, nrows, valid_len);
-  DSA_LAUNCH_CHECK("valid_len_kernel");
 }
 
 void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, const int32_t* blocks,

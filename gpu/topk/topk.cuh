@@ -1,19 +1,20 @@
 #pragma once
 // Top-k launchers over fp32 rows (gpu/topk/radix_topk.cuh): the source's own / plain top-k,
-// the level-one block top-2048 with its ascending write and valid_len, and the mask path's
+// the level-one block top-2048 with its ascending write, and the mask path's
 // level two (dense scores of the candidate columns, page transform to positions).
 #include <cstdint>
+#include <vector>
 
 namespace dsa::gpu {
 
 // out [nrows][k]: positions ascending, -1 padding (all positions when L <= k).
 void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, int32_t* out);
 
-// keys [nrows][ld] (ceil(L/8) per row) -> blocks [nrows][2048] ascending, INT32_MAX padding,
-// and valid_len [nrows].
+// keys [nrows][ld] (ceil(L/8) per row) -> blocks [nrows][2048] ascending, INT32_MAX padding.
 // max_len: the longest row (rows of up to 262144 positions take the register-resident kernel).
+// valid_len follows from L alone (docs/semantics.md, level one): the engine computes it on the host.
 void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
-                       int32_t* blocks, int32_t* valid_len);
+                       int32_t* blocks);
 
 // Mask path, level two: candidate column c < valid_len[i] of table row i has position
 // blocks[i][c/8]*8 + c%8, ranked by dense[dense_row[i]][position]; out [nrows][k] positions
@@ -25,9 +26,13 @@ void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, 
 // published candidate columns is the top-k of the whole row whenever its k-th score beats the
 // smallest published block key (every unpublished position scores at most that key) or every
 // block is published; the other rows (heavy ties) take the full-row pass. Same output as
-// launch_topk_dense. `scratch` holds nrows + 1 ints. Returns how many rows took the full pass.
-int launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
-                    int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
-                    int32_t* scratch);
+// launch_topk_dense, but `out` holds nrows + 1 rows (the last is scratch). `list` holds nrows ints:
+// afterwards list[i] = i for the rows that took the full pass, nrows for the others. Three
+// launches, no host synchronisation.
+void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
+                     int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
+                     int32_t* list);
+// How many rows took the full pass, from launch_own_topk's list (copied to the host).
+int own_topk_full_rows(const std::vector<int32_t>& list);
 
 }  // namespace dsa::gpu

@@ -1,0 +1,103 @@
+// gpu/engine: steps of one batch shape (issue 12). On the decode preset (64 requests x 2 rows,
+// ragged contexts up to 131072) and on smoke: a plain step with the output checks, a second plain
+// step of the same shape that must allocate no device memory, then one step captured in a CUDA
+// graph (no memset, no copy, the launches per layer printed and bounded) and replayed twice, each
+// replay bit-identical to the plain step. ctest -L gpu; exits 77 without a GPU.
+#if DSA_HAVE_CUDA
+#include <cstdio>
+#include <string>
+
+#include "gpu/engine/engine.cuh"
+#include "harness/generate/generate.hpp"
+#include "tests/catch.hpp"
+
+using namespace dsa;
+using dsa::gpu::DeviceMemoryMeter;
+
+namespace {
+
+// The first element where two int32 tables differ, as "row r, column c: a vs b", or "".
+std::string first_mismatch(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int width) {
+  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      return "row " + std::to_string(i / size_t(width)) + ", column " + std::to_string(i % size_t(width)) + ": " +
+             std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+  return "";
+}
+
+// Blocks, and every layer's positions and tail positions, identical.
+void require_identical(const Batch& batch, const Results& expected, const Results& got, const std::string& what) {
+  INFO(what);
+  CHECK(first_mismatch(expected.blocks, got.blocks, kTopkBlocks) == "");
+  CHECK(!got.blocks.empty());
+  for (const Layer& layer : batch.layers) {
+    INFO("layer " << layer.id);
+    REQUIRE(got.layers.count(layer.id) == 1);
+    const LayerResult& e = expected.layers.at(layer.id);
+    const LayerResult& g = got.layers.at(layer.id);
+    CHECK(!g.positions.empty());
+    CHECK(first_mismatch(e.positions, g.positions, batch.topk) == "");
+    CHECK(first_mismatch(e.tail_positions, g.tail_positions, batch.topk) == "");
+  }
+}
+
+struct MeterMark {
+  int64_t bytes = DeviceMemoryMeter::allocated_bytes(), allocations = DeviceMemoryMeter::allocations();
+  int64_t copies = DeviceMemoryMeter::copies(), memsets = DeviceMemoryMeter::memsets();
+};
+
+void check_steps(PathKind path, const std::string& preset) {
+  GenerateOptions g;
+  g.preset = preset;
+  g.seed = 11;
+  const Batch batch = generate_batch(g);
+  const std::string id = std::string(path == PathKind::sparse ? "gpu-sparse" : "gpu-mask") +
+                         " on `dsa-harness generate --preset " + preset + " --seed 11`";
+  INFO(id);
+  std::printf("gpu engine steps: %s, %d rows, max L %d\n", id.c_str(), batch.rows(), batch.max_len());
+  gpu::GpuEngine engine(path);
+  engine.set_keep_workspace(true);
+  const RunOptions o;
+  const Results checked = engine.run(batch, o);  // output checks on: every slot written
+
+  engine.set_checks(false);
+  const MeterMark before_second;
+  const Results second = engine.run(batch, o);
+  CHECK(DeviceMemoryMeter::allocated_bytes() - before_second.bytes == 0);
+  CHECK(DeviceMemoryMeter::allocations() - before_second.allocations == 0);
+  require_identical(batch, checked, second, "second plain step");
+
+  const MeterMark before_capture;
+  const Results captured = engine.capture(batch, o);
+  CHECK(DeviceMemoryMeter::allocations() - before_capture.allocations == 0);
+  CHECK(DeviceMemoryMeter::copies() - before_capture.copies == 0);
+  CHECK(DeviceMemoryMeter::memsets() - before_capture.memsets == 0);
+  for (const StepRecord& s : captured.steps) {
+    std::printf("  captured step %s: %lld launches\n", s.step.c_str(), static_cast<long long>(s.launches));
+    INFO("step " << s.step);
+    const Layer* layer = s.step == "begin" || s.step == "end" ? nullptr : batch.layer(std::stoi(s.step));
+    // key prep, exponent ranges, key fragments; query prep, two dense routes, block amax, block
+    // top-k, tail gather, own top-k (three); query prep, two sparse routes, small top-k
+    // (gpu-mask: query prep, two dense routes, mask top-k).
+    const int64_t bound = !layer ? 3 : layer->role == Role::source ? 9 : 4;
+    CHECK(s.launches <= bound);
+    CHECK((s.step == "end" || s.launches > 0));
+  }
+
+  for (int replay = 1; replay <= 2; ++replay) {
+    const MeterMark mark;
+    const Results replayed = engine.replay(batch, o);
+    CHECK(DeviceMemoryMeter::allocations() - mark.allocations == 0);
+    require_identical(batch, checked, replayed, "graph replay " + std::to_string(replay));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("engine steps: no allocation on a second step of one shape; graph replays bit-identical") {
+  check_steps(PathKind::sparse, "smoke");
+  check_steps(PathKind::sparse, "decode");
+  check_steps(PathKind::mask, "smoke");
+}
+#endif
