@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 
 #include "gpu/block_amax/block_amax.cuh"
@@ -71,6 +70,14 @@ void launch_key_exponents(const float* kscale, const int64_t* start, const int32
   if (nreq == 0) return;
   key_exponents_kernel<<<nreq, 256>>>(kscale, start, lc, range);
   DSA_LAUNCH_CHECK("key_exponents_kernel");
+}
+
+// The rows a run computes, ascending global rows: options.rows, or every row when it is empty.
+std::vector<int32_t> selected_rows(const Batch& batch, const RunOptions& options) {
+  if (!options.rows.empty()) return std::vector<int32_t>(options.rows.begin(), options.rows.end());
+  std::vector<int32_t> all(static_cast<size_t>(batch.rows()));
+  for (int r = 0; r < batch.rows(); ++r) all[size_t(r)] = r;
+  return all;
 }
 
 // Candidate columns of a row of length L (docs/semantics.md, level one): the kept blocks, the
@@ -225,12 +232,7 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
 // The selected rows, their tables and the workspace for this batch's shape. Buffers only grow
 // (DeviceBuffer::resize), so a batch of the same shape allocates nothing.
 void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
-  sel_.clear();
-  if (options.rows.empty()) {
-    for (int r = 0; r < batch.rows(); ++r) sel_.push_back(r);
-  } else {
-    sel_ = options.rows;
-  }
+  sel_ = selected_rows(batch, options);
   const int nsel = int(sel_.size());
   if (nsel > 65535) throw std::runtime_error(name() + ": more than 65535 rows in one run");
   std::vector<int64_t> shape = shape_of(batch, sel_);
@@ -685,9 +687,7 @@ void GpuEngine::end(const Batch& batch, const RunOptions&, Results& out) {
 Results GpuEngine::capture(const Batch& batch, const RunOptions& options) {
   if (options.timing || options.scores)
     throw std::invalid_argument(name() + ": a captured step records no timings and no scores");
-  std::vector<int32_t> sel = options.rows;
-  if (sel.empty())
-    for (int r = 0; r < batch.rows(); ++r) sel.push_back(r);
+  const std::vector<int32_t> sel = selected_rows(batch, options);
   if (!planned_ || shape_of(batch, sel) != shape_)
     throw std::logic_error(name() + ": capture needs a plain run of a batch of this shape first (with keep_workspace)");
   drop_graph();
@@ -715,9 +715,7 @@ Results GpuEngine::capture(const Batch& batch, const RunOptions& options) {
 
 Results GpuEngine::replay(const Batch& batch, const RunOptions& options) {
   if (!graph_) throw std::logic_error(name() + ": replay before capture");
-  std::vector<int32_t> sel = options.rows;
-  if (sel.empty())
-    for (int r = 0; r < batch.rows(); ++r) sel.push_back(r);
+  const std::vector<int32_t> sel = selected_rows(batch, options);
   if (shape_of(batch, sel) != shape_) throw std::invalid_argument(name() + ": replay of a batch of another shape");
   Results out;
   out.name = out.implementation = name();
