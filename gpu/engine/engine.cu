@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <tuple>
 
 #include "gpu/block_amax/block_amax.cuh"
 #include "gpu/common/check.cuh"
@@ -240,6 +241,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (new_shape) {
     drop_graph();  // its plan and addresses belong to the old shape
     planned_ = false;
+    for (auto& [id, slot] : slots_) slot.plan_split.clear(), slot.plan_wgmma.clear();
     shape_ = std::move(shape);
   }
   nreq_ = batch.requests();
@@ -332,8 +334,6 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   qscale_.resize(s1 * 32);
   qmul_.resize(s1 * 32);
   row_fast_.resize(s1);
-  row_split_.resize(s1);
-  row_wgmma_.resize(s1);
   if (use_wgmma_) {
     qw_.resize(s1 * 4096);
     qw_mul_.resize(s1 * 32);
@@ -343,7 +343,12 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   dense_.resize(s1 * size_t(ld_dense_));
   keys_.resize(s1 * size_t(ld_keys_));
   if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
-  for (const Layer& l : batch.layers) slots_[l.id].picks.resize((n1 + 1) * size_t(batch.topk));
+  for (const Layer& l : batch.layers) {
+    LayerSlot& slot = slots_[l.id];
+    slot.picks.resize((n1 + 1) * size_t(batch.topk));
+    slot.row_split.resize(s1);
+    slot.row_wgmma.resize(s1);
+  }
 }
 
 // The step's inputs, copied into the workspace before its device work (a graph reads them there).
@@ -390,7 +395,7 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   int wreq = -1, wfill = 0;
   for (int i = 0; i < nsel; ++i) {
     const int req = sel_req_host_[size_t(i)];
-    if (use_wgmma_ && row_wgmma_host_[size_t(i)] != 0) {
+    if (use_wgmma_ && slot.plan_wgmma[size_t(i)] != 0) {
       if (req != wreq || wfill == kWgmmaTileRows) {
         close_wtile();
         wreq = req;
@@ -433,12 +438,13 @@ void GpuEngine::prep_query(const Layer& layer, bool dense) {
   const bool wgmma = use_wgmma_ && dense;  // the wgmma form serves the dense kernel alone
   QueryPrepArgs a{slot.q.get(),    slot.q_scale.get(), sel_rows_.get(),  nsel,          qs_.get(),
                   qr_.get(),       qexp_.get(),        qscale_.get(),    row_fast_.get(), qsplit_.get(),
-                  qmul_.get(),     row_split_.get(),   slot.weights.get(), sel_req_.get(), req_fexp_.get(),
+                  qmul_.get(),     slot.row_split.get(), slot.weights.get(), sel_req_.get(), req_fexp_.get(),
                   wgmma ? qw_.get() : nullptr, qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
-                  row_wgmma_.get()};
+                  slot.row_wgmma.get()};
   launch_query_prep(a);
   if (dense && !capturing_) {
-    if (wgmma) row_wgmma_host_ = row_wgmma_.to_host(size_t(nsel));  // written for every row then
+    // row_wgmma is written for every row with the wgmma form, and read only then.
+    slot.plan_wgmma = wgmma ? slot.row_wgmma.to_host(size_t(nsel)) : std::vector<int32_t>{};
     build_dense_tiles(slot);
   }
   time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 3 * 128 + 16), [&] { launch_query_prep(a); });
@@ -448,7 +454,7 @@ void GpuEngine::dense_logits(const Layer& layer) {
   const int nsel = int(sel_.size());
   LayerSlot& t = slots_[layer.id];
   DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
-                    qmul_.get(), row_split_.get(), t.weights.get(),
+                    qmul_.get(), t.row_split.get(), t.weights.get(),
                     ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), t.tile_rows.get(), t.tile_first.get(),
                     t.tile_count.get(), t.ntiles, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
   DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(), t.wtile_rows.get(), t.nwtiles,
@@ -559,8 +565,10 @@ void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptio
 
 // The table rows ordered split-route rows first, each group in table order; n_split of them take
 // the split route. Built from the layer's row_split, read back in a plain run (the plan).
-void GpuEngine::upload_route_order(LayerSlot& slot, const std::vector<int32_t>& row_split) {
+void GpuEngine::upload_route_order(LayerSlot& slot) {
+  slot.plan_split = slot.row_split.to_host(sel_.size());
   const std::vector<int32_t>& rows = table_rows_host_;
+  const std::vector<int32_t>& row_split = slot.plan_split;
   std::vector<int32_t> order;
   order.reserve(rows.size());
   for (int pass = 0; pass < 2; ++pass)
@@ -574,10 +582,10 @@ void GpuEngine::upload_route_order(LayerSlot& slot, const std::vector<int32_t>& 
 void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out) {
   const int nsel = int(sel_.size()), k = batch.topk, n = nsel + int(tail_sel_.size());
   LayerSlot& slot = slots_[layer.id];
-  if (!capturing_) upload_route_order(slot, row_split_.to_host(size_t(nsel)));
+  if (!capturing_) upload_route_order(slot);
   SparseLogitsArgs a{pool_.get(), page_size_, table_.get(), table_width_, qs_.get(), qr_.get(),
                      qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
-                     row_split_.get(), slot.weights.get(), sel_len_.get(),
+                     slot.row_split.get(), slot.weights.get(), sel_len_.get(),
                      sel_req_.get(), sel_kcol_.get(), kfrag_.get(), kscale_.get(), table_rows_.get(), blocks_.get(),
                      valid_len_.get(), n, slot.route_order.get(), slot.n_split, sparse_.get()};
   poison(sparse_.get(), kPoisonByteFloat, size_t(n) * kCandidateWidth * sizeof(uint16_t));
@@ -684,6 +692,26 @@ void GpuEngine::end(const Batch& batch, const RunOptions&, Results& out) {
   sparse_ = DeviceBuffer<uint16_t>();
 }
 
+// After a replay: every row the plan put on the split or wgmma route must still be admitted to
+// it (the other routes take any row, so a row newly admitted only runs slower).
+void GpuEngine::check_plan(const Batch& batch) {
+  const size_t nsel = sel_.size();
+  for (const Layer& layer : batch.layers) {
+    LayerSlot& slot = slots_[layer.id];
+    for (auto [plan, now, route] : {std::make_tuple(&slot.plan_split, &slot.row_split, "split"),
+                                    std::make_tuple(&slot.plan_wgmma, &slot.row_wgmma, "wgmma")}) {
+      if (plan->empty()) continue;
+      const std::vector<int32_t> admitted = now->to_host(nsel);
+      for (size_t i = 0; i < nsel; ++i)
+        if ((*plan)[i] != 0 && admitted[i] == 0)
+          throw std::runtime_error(name() + ": replay: layer " + std::to_string(layer.id) + ", row " +
+                                   std::to_string(sel_[i]) + " is no longer admitted to the " + route +
+                                   " route the captured plan puts it on (its outputs would be wrong): run the "
+                                   "batch plainly and capture again");
+    }
+  }
+}
+
 Results GpuEngine::capture(const Batch& batch, const RunOptions& options) {
   if (options.timing || options.scores)
     throw std::invalid_argument(name() + ": a captured step records no timings and no scores");
@@ -726,6 +754,7 @@ Results GpuEngine::replay(const Batch& batch, const RunOptions& options) {
   upload_inputs(batch);
   DSA_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
   DSA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  check_plan(batch);
   collect(batch, out);
   const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - start;
   out.steps.push_back({"graph", wall.count(), 1});

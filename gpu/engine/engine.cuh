@@ -49,8 +49,10 @@ class GpuEngine : public Implementation {
   // Not with options.timing or options.scores.
   Results capture(const Batch& batch, const RunOptions& options);
   // Uploads `batch`'s inputs into the workspace, launches the captured graph and returns the
-  // step's outputs. `batch` must have the captured batch's shape; the outputs are exact for the
-  // captured batch's values (for other values the plan above may be stale).
+  // step's outputs. `batch` must have the captured batch's shape. With other values than the
+  // captured batch's, the plan may no longer hold (a row the plan puts on the split or wgmma route
+  // that its query prep no longer admits): replay() then throws std::runtime_error, as its outputs
+  // would be wrong; a plain run and a new capture re-plan.
   Results replay(const Batch& batch, const RunOptions& options);
 
  protected:
@@ -72,6 +74,11 @@ class GpuEngine : public Implementation {
     // gpu-sparse consumers: table rows by route (upload_route_order), n_split on the split route.
     DeviceBuffer<int32_t> route_order;
     int n_split = 0;
+    // The routes the layer's query prep admits each row to: row_split [nsel] (the sparse split
+    // route), row_wgmma [nsel] (the dense wgmma route); plan_split and plan_wgmma are the copies the
+    // plan above was built from (empty where the layer has no such plan). replay() checks them.
+    DeviceBuffer<int32_t> row_split, row_wgmma;
+    std::vector<int32_t> plan_split, plan_wgmma;
     // [table rows][k]: own top-k (source, plain; one spare row for launch_own_topk), or the
     // consumer's picks on the full table then on the tail table.
     DeviceBuffer<int32_t> picks;
@@ -85,7 +92,8 @@ class GpuEngine : public Implementation {
   void prep_query(const Layer& layer, bool dense);
   void dense_logits(const Layer& layer);
   void own_topk(const Batch& batch, const Layer& layer);
-  void upload_route_order(LayerSlot& slot, const std::vector<int32_t>& row_split);
+  void upload_route_order(LayerSlot& slot);
+  void check_plan(const Batch& batch);
   void select_sparse(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out);
   void select_mask(const Batch& batch, const Layer& layer, const RunOptions& options, Results& out);
   void copy_dense_scores(const Batch& batch, const Layer& layer, Results& out);
@@ -124,7 +132,6 @@ class GpuEngine : public Implementation {
   DeviceBuffer<int64_t> sel_kcol_;
   std::vector<int32_t> sel_req_host_;
   bool use_wgmma_ = false;
-  std::vector<int32_t> row_wgmma_host_;
 
   // Keys: the pool, page tables and the flattened int8 operands.
   DeviceBuffer<uint8_t> pool_;
@@ -141,9 +148,8 @@ class GpuEngine : public Implementation {
   // The current layer's query operands (one layer at a time, in stream order).
   DeviceBuffer<int8_t> qs_, qr_, qsplit_;
   DeviceBuffer<int2> qmul_;
-  DeviceBuffer<int32_t> row_split_;
   DeviceBuffer<int8_t> qw_;  // the wgmma form (gpu/prep)
-  DeviceBuffer<int32_t> qw_mul_, qw_shift_, row_wgmma_;
+  DeviceBuffer<int32_t> qw_mul_, qw_shift_;
   DeviceBuffer<float> qw_weight_;
   DeviceBuffer<uint32_t> qexp_;
   DeviceBuffer<float> qscale_;
