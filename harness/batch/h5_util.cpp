@@ -205,10 +205,27 @@ Handle Reader::open_dataset(const std::string& path, Elem elem, std::vector<int6
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0 || H5Sget_simple_extent_type(space.get()) != H5S_SIMPLE)
     fail(path, "is not a simple (array) dataset");
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), max_dims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), max_dims.data());
   shape->assign(dims.begin(), dims.end());
+  check_chunk_shape(ds, path, max_dims);
   return ds;
+}
+
+// HDF5 refuses to create a chunk larger than a fixed dimension, so a file that declares one has a
+// corrupt layout message. HDF5 1.10.8 does not check it when reading: it copies rows past the end
+// of the smaller chunk it inflated (a heap over-read, then a crash in H5Dread).
+void Reader::check_chunk_shape(const Handle& ds, const std::string& path, const std::vector<hsize_t>& max_dims) const {
+  Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return;
+  std::vector<hsize_t> chunk(max_dims.size());
+  if (H5Pget_chunk(dcpl.get(), int(chunk.size()), chunk.data()) != int(chunk.size()))
+    fail(path, "chunk rank is not the dataset's rank " + std::to_string(chunk.size()));
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    if (max_dims[i] != H5S_UNLIMITED && chunk[i] > max_dims[i])
+      fail(path, "chunk shape " + shape_text(std::vector<int64_t>(chunk.begin(), chunk.end())) + " exceeds the fixed shape " +
+                     shape_text(std::vector<int64_t>(max_dims.begin(), max_dims.end())) + " (corrupt layout)");
+  }
 }
 
 void Reader::read(const std::string& path, int rank, std::vector<int64_t>* shape, std::vector<int32_t>* out) const {

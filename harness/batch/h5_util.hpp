@@ -49,6 +49,8 @@ class Reader {
 
   // Opens a dataset after checking its element type; `shape` gets its dimensions.
   Handle open_dataset(const std::string& path, Elem elem, std::vector<int64_t>* shape) const;
+  // InputError when a chunk is larger than a fixed dimension (only a corrupt file declares one).
+  void check_chunk_shape(const Handle& ds, const std::string& path, const std::vector<hsize_t>& max_dims) const;
   // Whole dataset read; checks the element type and that the rank is `rank`.
   void read(const std::string& path, int rank, std::vector<int64_t>* shape, std::vector<int32_t>* out) const;
   void read(const std::string& path, int rank, std::vector<int64_t>* shape, std::vector<uint8_t>* out) const;

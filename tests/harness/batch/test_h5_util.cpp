@@ -1,11 +1,14 @@
 // The HDF5 reader's attributes: every string form HDF5 allows (fixed or variable length, ASCII or
 // UTF-8, NUL-terminated, NUL- or space-padded) and integers of every width, sign and byte order
-// read back as written; values that do not fit are refused by name, never clipped.
+// read back as written; values that do not fit are refused by name, never clipped; a chunk shape
+// only a corrupt file declares is refused before HDF5 reads through it.
 #include <hdf5.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -152,5 +155,81 @@ TEST_CASE("h5 reader: integer attributes of every width, sign and byte order") {
   CHECK(error_of(in, "text", true).find("attribute text: is not an integer") != std::string::npos);
   CHECK(error_of(in, "u8", false).find("attribute u8: is not a string") != std::string::npos);
   CHECK(error_of(in, "absent", true).find("attribute absent: is missing") != std::string::npos);
+  fs::remove(path);
+}
+
+namespace {
+
+uint16_t score_at(size_t row, size_t col) { return uint16_t(row + 1 + (row * 1000 + col) % 13); }
+
+// A [7, 1000] uint16 dataset /scores (score_at), shuffled and deflated in chunks of `chunk` x
+// 1000, its first dimension extendible when `max_rows` is H5S_UNLIMITED.
+void write_chunked_scores(const std::string& path, hsize_t chunk, hsize_t max_rows) {
+  RawFile f(path);
+  const hsize_t dims[2] = {7, 1000}, max_dims[2] = {max_rows, 1000}, chunk_dims[2] = {chunk, 1000};
+  std::vector<uint16_t> data(7 * 1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = score_at(i / 1000, i % 1000);
+  hid_t space = H5Screate_simple(2, dims, max_dims);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 2, chunk_dims);
+  H5Pset_shuffle(dcpl);
+  H5Pset_deflate(dcpl, 1);
+  hid_t ds = H5Dcreate2(f.id, "scores", H5T_STD_U16LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  REQUIRE(ds >= 0);
+  REQUIRE(H5Dwrite(ds, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0);
+  H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
+std::string open_error(const std::string& path) {
+  const h5::Reader in(path);
+  std::vector<int64_t> shape;
+  try {
+    in.open_dataset("/scores", h5::Elem::u16, &shape);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// HDF5 1.10.8 trusts a chunk shape larger than the dataset: it inflates the stored 2-row chunk,
+// then copies rows 2.. from past its end (found by ASan in test_batch's corrupted-bytes case: a
+// heap over-read in H5Dread, then a crash; `dsa-harness validate` crashed on such a file).
+TEST_CASE("h5 reader: a chunk larger than the fixed shape is refused before any read") {
+  const std::string path = path_for("chunk");
+  write_chunked_scores(path, 2, 7);
+  {
+    const h5::Reader in(path);
+    std::vector<int64_t> shape;
+    const h5::Handle ds = in.open_dataset("/scores", h5::Elem::u16, &shape);
+    std::vector<uint16_t> row(1000);
+    in.read_row(ds, "/scores", h5::Elem::u16, 6, 1000, row.data());
+    CHECK(row[0] == score_at(6, 0));
+    CHECK(row[999] == score_at(6, 999));
+  }
+  // The layout message (version 3) holds the chunk shape as 32-bit sizes, then the element size:
+  // 2, 1000, 2. Corrupt the 2 rows into 35, as one flipped byte of test_batch's case did.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string layout("\x02\0\0\0\xe8\x03\0\0\x02\0\0\0", 12);
+  const size_t at = bytes.find(layout);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(layout, at + 1) == std::string::npos);
+  bytes[at] = 35;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  CHECK(open_error(path) == path + ": /scores: chunk shape [35, 1000] exceeds the fixed shape [7, 1000] (corrupt layout)");
+  fs::remove(path);
+}
+
+TEST_CASE("h5 reader: a chunk larger than an extendible dimension is allowed") {
+  const std::string path = path_for("chunk-unlimited");
+  write_chunked_scores(path, 16, H5S_UNLIMITED);
+  CHECK(open_error(path) == "");
   fs::remove(path);
 }
