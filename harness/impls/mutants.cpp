@@ -29,13 +29,13 @@ enum class Bug {
   tail_unwritten,          // the tail table's picks are never written
 };
 
-struct Entry {
+struct MutantEntry {
   Bug bug;
   MutantInfo info;
 };
 
-const std::vector<Entry>& entries() {
-  static const std::vector<Entry> all = {
+const std::vector<MutantEntry>& mutant_entries() {
+  static const std::vector<MutantEntry> all = {
       {Bug::none, {"control", "no defect: the mutants' own pipeline, which must pass"}},
       {Bug::page_index_off_by_one, {"page-index-off-by-one", "position p read from the page of p + P"}},
       {Bug::page_entry_off_by_one, {"page-entry-off-by-one", "page-table entry + 1 (the neighbouring page)"}},
@@ -231,14 +231,14 @@ class Mutant : public Implementation {
 const std::vector<MutantInfo>& mutants() {
   static const std::vector<MutantInfo> all = [] {
     std::vector<MutantInfo> v;
-    for (const Entry& e : entries()) v.push_back(e.info);
+    for (const MutantEntry& e : mutant_entries()) v.push_back(e.info);
     return v;
   }();
   return all;
 }
 
 ImplementationPtr make_mutant(const std::string& name) {
-  for (const Entry& e : entries())
+  for (const MutantEntry& e : mutant_entries())
     if (e.info.name == name) return ImplementationPtr(new Mutant(e.bug, name));
   throw InputError("--impl", "mutant:" + name, "unknown mutant (see `dsa-harness replay --list-impl`)");
 }

@@ -23,11 +23,11 @@ namespace {
 
 const std::string kUtf8Text = "captured on H200 \xe2\x80\x94 step 7, 5 \xc2\xb5s";  // em dash, micro sign
 
-struct RawFile {
+struct NewFile {
   hid_t id;
-  explicit RawFile(const std::string& path)
+  explicit NewFile(const std::string& path)
       : id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) { REQUIRE(id >= 0); }
-  ~RawFile() { H5Fclose(id); }
+  ~NewFile() { H5Fclose(id); }
 };
 
 struct StringForm {
@@ -110,7 +110,7 @@ TEST_CASE("h5 reader: string attributes in every form HDF5 allows") {
 
   const std::string path = path_for("strings");
   {
-    RawFile f(path);
+    NewFile f(path);
     for (const StringForm& form : forms) write_string(f.id, form);
   }
   const h5::Reader in(path);
@@ -126,7 +126,7 @@ TEST_CASE("h5 reader: string attributes in every form HDF5 allows") {
 TEST_CASE("h5 reader: integer attributes of every width, sign and byte order") {
   const std::string path = path_for("ints");
   {
-    RawFile f(path);
+    NewFile f(path);
     write_int<int8_t>(f.id, "i8", H5T_STD_I8LE, H5T_NATIVE_INT8, -100);
     write_int<int16_t>(f.id, "i16be", H5T_STD_I16BE, H5T_NATIVE_INT16, -30000);
     write_int<int32_t>(f.id, "i32", H5T_STD_I32LE, H5T_NATIVE_INT32, -1);
@@ -165,7 +165,7 @@ uint16_t score_at(size_t row, size_t col) { return uint16_t(row + 1 + (row * 100
 // A [7, 1000] uint16 dataset /scores (score_at), shuffled and deflated in chunks of `chunk` x
 // 1000, its first dimension extendible when `max_rows` is H5S_UNLIMITED.
 void write_chunked_scores(const std::string& path, hsize_t chunk, hsize_t max_rows) {
-  RawFile f(path);
+  NewFile f(path);
   const hsize_t dims[2] = {7, 1000}, max_dims[2] = {max_rows, 1000}, chunk_dims[2] = {chunk, 1000};
   std::vector<uint16_t> data(7 * 1000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = score_at(i / 1000, i % 1000);

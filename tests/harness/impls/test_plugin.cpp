@@ -15,16 +15,16 @@
 #include "core/errors.hpp"
 #include "harness/impls/registry.hpp"
 #include "tests/catch.hpp"
+#include "tests/harness/impls/defect_plugins.hpp"
 
 using namespace dsa;
+using dsa::test::defect;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
 const fs::path kScratch = fs::temp_directory_path() / ("dsa-plugin-test-" + std::to_string(::getpid()));
-
-std::string defect(const std::string& name) { return std::string(DSA_DEFECT_PLUGINS) + "/libdsa_defect_" + name + ".so"; }
 
 // Runs `dsa-harness ARGS`, output (stdout and stderr) into *output; returns the exit code.
 int harness(const std::string& args, std::string* output) {

@@ -10,12 +10,12 @@
 #include "harness/impls/plugin_host.hpp"
 #include "harness/impls/reference.hpp"
 #include "tests/catch.hpp"
+#include "tests/harness/impls/defect_plugins.hpp"
 
 using namespace dsa;
+using dsa::test::defect;
 
 namespace {
-
-std::string defect(const std::string& name) { return std::string(DSA_DEFECT_PLUGINS) + "/libdsa_defect_" + name + ".so"; }
 
 // Runs the host; returns its error ("" when none) and what it announced.
 std::string host_error(const std::string& library, const Batch& batch, const RunOptions& options, std::string* steps,

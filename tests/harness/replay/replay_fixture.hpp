@@ -8,6 +8,8 @@
 
 namespace dsa::test {
 
+inline const std::string kFixtures = DSA_FIXTURES_DIR;  // the committed fixtures (fixtures/)
+
 // The replay tests' scratch folder (tests/scratch_dir.hpp).
 struct TempDir : ScratchDir {
   explicit TempDir(const std::string& tag) : ScratchDir("dsa-replay-", tag) {}

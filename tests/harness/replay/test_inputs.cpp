@@ -7,13 +7,11 @@
 #include "core/errors.hpp"
 #include "harness/replay/inputs.hpp"
 #include "tests/catch.hpp"
+#include "tests/harness/replay/replay_fixture.hpp"
 
 using namespace dsa;
+using dsa::test::kFixtures;
 namespace fs = std::filesystem;
-
-namespace {
-const std::string kFixtures = DSA_FIXTURES_DIR;
-}
 
 TEST_CASE("inputs expand folders to their batch files, skipping fixtures/golden/") {
   const std::vector<std::string> files = expand_inputs({kFixtures});

@@ -23,6 +23,7 @@
 #include "tests/catch.hpp"
 
 using namespace dsa;
+using dsa::test::kFixtures;
 namespace fs = std::filesystem;
 using nlohmann::json;
 using test::quick;
@@ -30,7 +31,6 @@ using test::TempDir;
 
 namespace {
 
-const std::string kFixtures = DSA_FIXTURES_DIR;
 
 json masked(const Report& r) { return mask_volatile(report_to_json(r)); }
 
