@@ -32,6 +32,19 @@ class Host {
     void* state = table_->create(&view_, error);
     if (!state) fail("create failed: " + reason(error));
     Results out;
+    try {
+      run_steps(state, out);
+    } catch (...) {
+      table_->destroy(state);  // a failed step too: create .. destroy is the plugin's whole lifetime
+      throw;
+    }
+    step("destroy");
+    table_->destroy(state);
+    return out;
+  }
+
+ private:
+  void run_steps(void* state, Results& out) {
     out.implementation = table_->name ? table_->name : library_;
     out.device = table_->device ? table_->device : "";
     out.rows_done = wanted_;
@@ -39,12 +52,8 @@ class Host {
     for (const Layer* c : batch_.layers_with(Role::consumer)) select(state, *c, out);
     for (const Layer* p : batch_.layers_with(Role::plain)) plain(state, *p, out);
     read_timings(state, out);
-    step("destroy");
-    table_->destroy(state);
-    return out;
   }
 
- private:
   [[noreturn]] void fail(const std::string& what) const { throw PluginError("plugin " + library_ + ": " + what); }
   static std::string reason(const char* error) { return error[0] ? std::string(error) : "(no reason given)"; }
 

@@ -76,7 +76,17 @@ static int32_t timings(void* p, dsa_plugin_timing* out, int32_t capacity) {
   return 1;
 }
 
-static void destroy(void* p) { free(p); }
+/* One line in $DSA_DEFECT_DESTROY_LOG (when set) per destroy: test_plugin_host checks that a run
+ * that fails after create still destroys the state. */
+static void destroy(void* p) {
+  const char* log = getenv("DSA_DEFECT_DESTROY_LOG");
+  FILE* f = log ? fopen(log, "a") : NULL;
+  if (f) {
+    fputs("destroy\n", f);
+    fclose(f);
+  }
+  free(p);
+}
 
 static const dsa_plugin_v1 table = {DSA_DEFECT == 4 ? 2u : DSA_PLUGIN_ABI_VERSION, "defect", "cpu", create, publish,
                                     select_, plain, timings, destroy};

@@ -2,7 +2,12 @@
 // the CPU example plugin gives reference-sparse's outputs bit for bit on the wanted rows and
 // padding elsewhere, every step is announced before it is called, and each defect that does not
 // crash is a PluginError with the exact message (the crash is test_plugin.cpp's, in a child).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "harness/batch/batch_io.hpp"
@@ -78,4 +83,24 @@ TEST_CASE("plugin host: each defect is a PluginError naming the plugin, the step
   }
   CHECK(host_error(defect("nothing-here"), batch, RunOptions{}, &steps).rfind("plugin " + defect("nothing-here") + ": cannot be loaded: ", 0) == 0);
   CHECK(host_error(DSA_BINARY, batch, RunOptions{}, &steps).find("cannot be loaded") != std::string::npos);  // not a library
+}
+
+// LeakSanitizer found each failed run's plugin state leaked: destroy() ran only after success.
+TEST_CASE("plugin host: a run that fails after create still destroys the plugin's state") {
+  const Batch batch = read_batch(std::string(DSA_FIXTURES_DIR) + "/smoke.h5");
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           ("dsa-plugin-host-destroy-" + std::to_string(::getpid()) + ".log")).string();
+  std::filesystem::remove(log);
+  REQUIRE(::setenv("DSA_DEFECT_DESTROY_LOG", log.c_str(), 1) == 0);
+  std::string steps;
+  for (const char* name : {"malformed", "unwritten", "error", "timings", "abi"}) {
+    INFO(name);
+    CHECK(!host_error(defect(name), batch, RunOptions{}, &steps).empty());
+  }
+  ::unsetenv("DSA_DEFECT_DESTROY_LOG");
+  std::ifstream in(log);
+  int destroyed = 0;
+  for (std::string line; std::getline(in, line);) destroyed += line == "destroy";
+  CHECK(destroyed == 4);  // every defect but abi, which is refused before create
+  std::filesystem::remove(log);
 }
