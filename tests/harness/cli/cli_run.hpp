@@ -17,6 +17,8 @@
 
 namespace dsa::test {
 
+inline const std::string kSmoke = std::string(DSA_FIXTURES_DIR) + "/smoke.h5";  // the smoke fixture
+
 struct CliResult {
   int code = -1;
   std::string output;

@@ -13,8 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSmoke = std::string(DSA_FIXTURES_DIR) + "/smoke.h5";
-
 // Replaces `path` by a chunked dataset of `dims` that is never written: a few KB on disk, any
 // size once read (every chunk reads back as the fill value).
 void claim_huge(const std::string& file, const std::string& path, hid_t type, std::vector<hsize_t> dims) {

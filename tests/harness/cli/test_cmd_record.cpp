@@ -16,8 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSmoke = std::string(DSA_FIXTURES_DIR) + "/smoke.h5";
-
 // The runs and cases of one implementation in a report.
 struct ImplSummary {
   const dsa::ImplRun* run = nullptr;
