@@ -6,22 +6,21 @@
 
 namespace dsa::gpu {
 
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src));
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src));
-}
-// The same on a shared-memory address (a loop over stages adds offsets to it, no conversions);
-// cg: through L2 only, for data each block reads once (the dense kernel's key stages).
-__device__ __forceinline__ void cp_async16_cg(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
-}
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
+
+// dst: a shared-memory address (a loop over stages adds offsets to it, no conversions), or a
+// generic pointer into shared memory.
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
 }
 __device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) { cp_async16(smem_addr(dst), src); }
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) { cp_async4(smem_addr(dst), src); }
+// cg: through L2 only, for data each block reads once (the dense kernel's key stages).
+__device__ __forceinline__ void cp_async16_cg(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
 }
 // Reads back what cp.async wrote, by shared address.
 __device__ __forceinline__ uint4 lds128(unsigned addr) {
@@ -34,7 +33,6 @@ __device__ __forceinline__ float lds32f(unsigned addr) {
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
   return v;
 }
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
 // Closes the copies issued so far by this thread into one group.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 // Waits until at most kPending of this thread's groups are still in flight (groups complete in order).

@@ -17,17 +17,13 @@ constexpr int kCols = kWgmmaTileRows * 32;
 // whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024 bytes
 // (stride byte offset), 1024-aligned; a k32 step starts 32 bytes further. (The no-swizzle layout
 // measured 93 ms on chunk-256k with shared memory the bottleneck: ncu L1 84 %, tensor 18 %.)
-template <int S>
-struct __align__(1024) WgmmaSmemT {
-  static constexpr int kS = S;  // key stages
-  int8_t q[kCols * 128];     // B: column n = 32 r + 8 j + 2 t + par holds head t + 4 (2 j + par) of row r
-  int8_t k[S][kKeys * 128];  // A: the keys of a step
-  float kscale[S][kKeys];
+struct __align__(1024) WgmmaSmem {
+  int8_t q[kCols * 128];           // B: column n = 32 r + 8 j + 2 t + par holds head t + 4 (2 j + par) of row r
+  int8_t k[kStages][kKeys * 128];  // A: the keys of a step
+  float kscale[kStages][kKeys];
   float4 w[kWgmmaTileRows][4][2];  // [row][t][k / 4]: w'' of heads t + 4 k, k = 0..7 (chain order)
   int4 mul[kWgmmaTileRows][4][2];
 };
-using WgmmaSmem = WgmmaSmemT<kStages>;
-static_assert(WgmmaSmem::kS == kStages);
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define DSA_WGMMA 1
@@ -66,8 +62,7 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[64], uint64_t da, uint64_t db,
 
 // Starts copying the keys of positions pt.. (< p1) and their scales into stage buf (the last,
 // partial step of a block; KeyCopy does the full ones).
-template <class Smem>
-__device__ __forceinline__ void stage_keys(Smem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
+__device__ __forceinline__ void stage_keys(WgmmaSmem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
                                            int p1) {
   for (int i = threadIdx.x; i < kKeys * 8; i += 128) {
     const int m = i >> 3, c = i & 7;  // 8 threads fill one row
@@ -97,14 +92,13 @@ struct KeyCopy {
   unsigned sdst;
 };
 
-template <class Smem>
-__device__ __forceinline__ KeyCopy key_copy(Smem& sm, const DenseWgmmaArgs& a, int64_t kcol, int p0) {
+__device__ __forceinline__ KeyCopy key_copy(WgmmaSmem& sm, const DenseWgmmaArgs& a, int64_t kcol, int p0) {
   const int m0 = threadIdx.x >> 3, c = threadIdx.x & 7;
   KeyCopy k;
   k.src = a.ks + (kcol + p0 + m0) * 128 + c * 16;
-  k.dst = unsigned(__cvta_generic_to_shared(sm.k[0] + swizzled(m0, c)));
+  k.dst = smem_addr(sm.k[0] + swizzled(m0, c));
   k.ssrc = a.kscale + kcol + p0 + threadIdx.x;
-  k.sdst = unsigned(__cvta_generic_to_shared(&sm.kscale[0][threadIdx.x & (kKeys - 1)]));
+  k.sdst = smem_addr(&sm.kscale[0][threadIdx.x & (kKeys - 1)]);
   return k;
 }
 
@@ -119,8 +113,7 @@ __device__ __forceinline__ void stage_full(const KeyCopy& k, int s, int buf) {
 
 // The query columns, weights and multipliers of the block's rows; returns whether any head
 // needs the in-place multiplier (a barrier for the whole block).
-template <class Smem>
-__device__ __forceinline__ bool stage_queries(Smem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
+__device__ __forceinline__ bool stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
   for (int i = threadIdx.x; i < kCols * 8; i += 128) {
     const int n = i >> 3, c = i & 7;
     const int r = n >> 5, cc = n & 31, head = ((cc & 7) >> 1) + 4 * (2 * (cc >> 3) + (cc & 1));
@@ -144,8 +137,7 @@ __device__ __forceinline__ bool stage_queries(Smem& sm, const DenseWgmmaArgs& a,
 
 // Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): for row r
 // and chain step k (head t + 4 k) that is j = 4 r + k / 2, e = 2 key + (k & 1).
-template <class Smem>
-__device__ __forceinline__ void apply_mul(int (&d)[64], const Smem& sm, int t) {
+__device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int t) {
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
     const int4 m0 = sm.mul[r][t][0], m1 = sm.mul[r][t][1];
@@ -161,8 +153,7 @@ __device__ __forceinline__ void apply_mul(int (&d)[64], const Smem& sm, int t) {
 
 // relu(S) as the float x = S * 2^-149 and the chain with the pre-scaled weights: part[r][key],
 // lane t's chain a_t for row r and key 16 warp + g + 8 key.
-template <class Smem>
-__device__ __forceinline__ void chains(const int (&d)[64], const Smem& sm, int t, float (&part)[kWgmmaTileRows][2]) {
+__device__ __forceinline__ void chains(const int (&d)[64], const WgmmaSmem& sm, int t, float (&part)[kWgmmaTileRows][2]) {
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
     const float4 w0 = sm.w[r][t][0], w1 = sm.w[r][t][1];
@@ -244,8 +235,7 @@ __device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, const BlockRo
 
 // The exact epilogue of step s (accumulators d complete, keys in stage buf): writes the scores of
 // the folded keys; returns this warp's ballot of the keys left for the generic route.
-template <class Smem>
-__device__ __forceinline__ unsigned epilogue(const int (&d)[64], const Smem& sm, const BlockRows& b, const RowOut& o,
+__device__ __forceinline__ unsigned epilogue(const int (&d)[64], const WgmmaSmem& sm, const BlockRows& b, const RowOut& o,
                                              int s, int buf) {
   const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
   float part[kWgmmaTileRows][2], res[2];
@@ -263,9 +253,9 @@ __device__ __forceinline__ unsigned epilogue(const int (&d)[64], const Smem& sm,
 // The steps of one block. kMul: some head needs the in-place multiplier between groups 0-2 and
 // group 3 (a template, so the wgmma sequence has no branch inside: ptxas serialises wgmma
 // across divergent paths).
-template <bool kMul, class Smem>
-__device__ __forceinline__ void run_steps(Smem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
-  constexpr int S = Smem::kS;
+template <bool kMul>
+__device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+  constexpr int S = kStages;
   const int warp = threadIdx.x >> 5, t = threadIdx.x & 3;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const int nfull = (b.p1 - b.p0) / kKeys;  // steps with all 64 positions below p1
@@ -316,13 +306,17 @@ __device__ __forceinline__ void run_steps(Smem& sm, const DenseWgmmaArgs& a, con
 
 #endif
 
+
+// One block: up to 4 rows of one request x kChunk positions; one warpgroup. Per step of 64 keys:
+// wgmma m64n128k32 over groups 0-2, the in-place multiplier when a head needs it, group 3, then
+// the exact epilogue. Blocks of other rows overlap their math with this one's (4 per SM).
+__global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #ifdef DSA_WGMMA
-// The shared memory of a block (1024-aligned: the swizzle works on absolute addresses) and its
-// rows and positions; false when the block has no positions.
-template <class Smem>
-__device__ __forceinline__ bool block_setup(const DenseWgmmaArgs& a, uint8_t* smem_raw, Smem*& sm, BlockRows& b) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  // The swizzle works on absolute shared addresses: operands start on a 1024-byte boundary.
   const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
-  sm = reinterpret_cast<Smem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  WgmmaSmem& sm = *reinterpret_cast<WgmmaSmem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  BlockRows b;
   int lmax = 0;
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
@@ -331,28 +325,15 @@ __device__ __forceinline__ bool block_setup(const DenseWgmmaArgs& a, uint8_t* sm
     lmax = max(lmax, b.len[r]);
   }
   b.p0 = blockIdx.x * kChunk;
-  if (b.p0 >= lmax) return false;
+  if (b.p0 >= lmax) return;
   b.p1 = min(b.p0 + kChunk, lmax);
   b.kcol = a.sel_kcol[b.rows[0]];
-  return true;
-}
-#endif
-
-// One block: up to 4 rows of one request x kChunk positions; one warpgroup. Per step of 64 keys:
-// wgmma m64n128k32 over groups 0-2, the in-place multiplier when a head needs it, group 3, then
-// the exact epilogue. Blocks of other rows overlap their math with this one's (4 per SM).
-__global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
-#ifdef DSA_WGMMA
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  WgmmaSmem* sm;
-  BlockRows b;
-  if (!block_setup(a, smem_raw, sm, b)) return;
-  const bool need_mul = stage_queries(*sm, a, b.rows);
+  const bool need_mul = stage_queries(sm, a, b.rows);
   cp_async_commit();
   if (need_mul)
-    run_steps<true>(*sm, a, b);
+    run_steps<true>(sm, a, b);
   else
-    run_steps<false>(*sm, a, b);
+    run_steps<false>(sm, a, b);
 #endif
 }
 
@@ -369,7 +350,7 @@ bool dense_wgmma_supported() {
 void launch_dense_wgmma(const DenseWgmmaArgs& a) {
   if (a.ntiles == 0 || a.max_len == 0) return;
   dim3 grid((a.max_len + kChunk - 1) / kChunk, a.ntiles);
-  const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (block_setup)
+  const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (dense_wgmma_kernel)
   DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   dense_wgmma_kernel<<<grid, 128, smem>>>(a);
   DSA_LAUNCH_CHECK("dense_wgmma_kernel");
