@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(256, kMinBlocks) dense_logits_kernel(DenseLogi
   float wl[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
-  float* out = a.out + int64_t(row) * a.ld;
+  float* out = a.out + int64_t(row - a.row0) * a.ld;
 
   stage_keys(stages[0], a, kcol, p0, p1);
   for (int pt = p0, step = 0; pt < p1; pt += kTileP, ++step) {

@@ -32,8 +32,9 @@ struct DenseLogitsArgs {
   const int32_t* sel_len;   // [nsel] L
   const int64_t* sel_kcol;  // [nsel] flattened column of position 0
   int max_len;
-  float* out;               // [nsel][ld]
+  float* out;               // [rows][ld]: selected row i at out row i - row0 (a chunk of rows)
   int64_t ld;
+  int row0;
 };
 void launch_dense_logits(const DenseLogitsArgs& a);
 constexpr int kDenseTileRows = 8;

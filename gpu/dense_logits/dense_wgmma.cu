@@ -210,7 +210,7 @@ __device__ __noinline__ void rescore_wide(const DenseWgmmaArgs& a, const BlockRo
       if (b.rows[r] < 0 || pb >= b.len[r]) continue;
       const float score = generic_score(ga, b.rows[r], b.kcol + pb);
       const int p = pb + 2 * t + g;
-      if (lane < 8 && p < b.len[r] && a.kscale[b.kcol + p] == 0.0f) a.out[int64_t(b.rows[r]) * a.ld + p] = score;
+      if (lane < 8 && p < b.len[r] && a.kscale[b.kcol + p] == 0.0f) a.out[int64_t(b.rows[r] - a.row0) * a.ld + p] = score;
     }
   }
 }
@@ -227,7 +227,7 @@ __device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, const BlockRo
   for (int i = 0; i < 2; ++i) {
     const int r = 2 * (t >> 1) + i;
     o.shift[i] = b.rows[r] >= 0 ? a.qw_shift[b.rows[r]] : 0;
-    o.out[i] = a.out + int64_t(max(b.rows[r], 0)) * a.ld;
+    o.out[i] = a.out + int64_t(b.rows[r] >= 0 ? b.rows[r] - a.row0 : 0) * a.ld;
     o.rlen[i] = b.len[r];  // 0 where no row
   }
   return o;

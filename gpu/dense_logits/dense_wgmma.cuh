@@ -42,8 +42,9 @@ struct DenseWgmmaArgs {
   const int32_t* sel_len;
   const int64_t* sel_kcol;
   int max_len;
-  float* out;
+  float* out;               // selected row i at out row i - row0 (dense_logits.cuh)
   int64_t ld;
+  int row0;
 };
 
 // Whether the current device runs the wgmma kernel (sm_90); elsewhere every row takes the

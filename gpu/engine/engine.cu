@@ -230,6 +230,19 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
   prepare_keys();
 }
 
+// Selected rows of the sparse path's source layer scored at once: about 1 GiB of fp32 dense
+// scores (chunk-256k: 1024 of 16384 rows). DSA_SOURCE_CHUNK_ROWS sets it (the GPU tests use
+// small chunks on small batches).
+int source_chunk_rows(int nsel, int64_t ld) {
+  const int all = std::max(nsel, 1);
+  if (const char* env = std::getenv("DSA_SOURCE_CHUNK_ROWS")) {
+    const int rows = std::atoi(env);
+    if (rows > 0) return std::min(rows, all);
+  }
+  constexpr int64_t kChunkBytes = int64_t(1) << 30;
+  return int(std::clamp<int64_t>(kChunkBytes / (ld * int64_t(sizeof(float))), 1, all));
+}
+
 // The selected rows, their tables and the workspace for this batch's shape. Buffers only grow
 // (DeviceBuffer::resize), so a batch of the same shape allocates nothing.
 void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
@@ -340,8 +353,14 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
     qw_weight_.resize(s1 * 32);
     qw_shift_.resize(s1);
   }
-  dense_.resize(s1 * size_t(ld_dense_));
-  keys_.resize(s1 * size_t(ld_keys_));
+  chunk_rows_ = source_chunk_rows(nsel, ld_dense_);
+  bool plain_layers = false;
+  for (const Layer& l : batch.layers) plain_layers = plain_layers || l.role == Role::plain;
+  // The mask path, --scores and plain layers read whole dense matrices.
+  chunked_ = path_ == PathKind::sparse && !options.scores && !plain_layers && chunk_rows_ < nsel;
+  const size_t drows = chunked_ ? size_t(chunk_rows_) : s1;
+  dense_.resize(drows * size_t(ld_dense_));
+  keys_.resize(drows * size_t(ld_keys_));
   if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
   for (const Layer& l : batch.layers) {
     LayerSlot& slot = slots_[l.id];
@@ -393,10 +412,20 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   std::vector<int32_t> wrows, rest, first, count;
   auto close_wtile = [&] { while (wrows.size() % kWgmmaTileRows != 0) wrows.push_back(-1); };
   int wreq = -1, wfill = 0;
+  bool wfresh = false, fresh = false;  // the next row starts a chunk: no tile spans two
+  slot.wtile_chunk.clear();
+  slot.tile_chunk.clear();
   for (int i = 0; i < nsel; ++i) {
     const int req = sel_req_host_[size_t(i)];
+    if (i % chunk_rows_ == 0) {
+      close_wtile();
+      slot.wtile_chunk.push_back(int32_t(wrows.size()) / kWgmmaTileRows);
+      slot.tile_chunk.push_back(int32_t(first.size()));
+      wfresh = fresh = true;
+    }
     if (use_wgmma_ && slot.plan_wgmma[size_t(i)] != 0) {
-      if (req != wreq || wfill == kWgmmaTileRows) {
+      if (wfresh || req != wreq || wfill == kWgmmaTileRows) {
+        wfresh = false;
         close_wtile();
         wreq = req;
         wfill = 0;
@@ -404,7 +433,8 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
       wrows.push_back(i);
       ++wfill;
     } else {
-      if (rest.empty() || sel_req_host_[size_t(rest.back())] != req || count.back() == kDenseTileRows) {
+      if (fresh || sel_req_host_[size_t(rest.back())] != req || count.back() == kDenseTileRows) {
+        fresh = false;
         first.push_back(int32_t(rest.size()));
         count.push_back(0);
       }
@@ -414,6 +444,8 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   }
   close_wtile();
   slot.nwtiles = int(wrows.size()) / kWgmmaTileRows;
+  slot.wtile_chunk.push_back(slot.nwtiles);
+  slot.tile_chunk.push_back(int32_t(first.size()));
   const int nw = nsel - int(rest.size());
   dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32, " +
                  std::to_string(rest.size()) + " on mma.sync; ";
@@ -450,20 +482,39 @@ void GpuEngine::prep_query(const Layer& layer, bool dense) {
   time("query_prep", &layer, 0, double(nsel) * 32 * (68 + 3 * 128 + 16), [&] { launch_query_prep(a); });
 }
 
+GpuEngine::Chunk GpuEngine::chunk(int index) const {
+  const int first = index * chunk_rows_;
+  return Chunk{first, std::min(chunk_rows_, int(sel_.size()) - first), index};
+}
+
+int GpuEngine::chunks() const { return (int(sel_.size()) + chunk_rows_ - 1) / chunk_rows_; }
+
+// The dense kernels over the tiles of chunk c (index -1: every row), chunk row i at dense_ row
+// i - c.first.
+void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable) {
+  LayerSlot& t = slots_[layer.id];
+  const int w0 = c.index < 0 ? 0 : t.wtile_chunk[size_t(c.index)];
+  const int w1 = c.index < 0 ? t.nwtiles : t.wtile_chunk[size_t(c.index) + 1];
+  const int p0 = c.index < 0 ? 0 : t.tile_chunk[size_t(c.index)];
+  const int p1 = c.index < 0 ? t.ntiles : t.tile_chunk[size_t(c.index) + 1];
+  DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
+                    qmul_.get(), t.row_split.get(), t.weights.get(),
+                    ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), t.tile_rows.get(), t.tile_first.get() + p0,
+                    t.tile_count.get() + p0, p1 - p0, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(),
+                    ld_dense_, c.first};
+  DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
+                   t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
+                   t.weights.get(), ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
+                   max_len_, dense_.get(), ld_dense_, c.first};
+  if (wgmma) launch_dense_wgmma(w);
+  if (portable) launch_dense_logits(a);
+}
+
 void GpuEngine::dense_logits(const Layer& layer) {
   const int nsel = int(sel_.size());
   LayerSlot& t = slots_[layer.id];
-  DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
-                    qmul_.get(), t.row_split.get(), t.weights.get(),
-                    ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), t.tile_rows.get(), t.tile_first.get(),
-                    t.tile_count.get(), t.ntiles, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
-  DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(), t.wtile_rows.get(), t.nwtiles,
-                   qr_.get(), qexp_.get(), qscale_.get(), t.weights.get(), ks_.get(), kr_.get(), kexp_.get(),
-                   kscale_.get(), sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(), ld_dense_};
-  auto launch = [&] {
-    launch_dense_wgmma(w);
-    launch_dense_logits(a);
-  };
+  const Chunk all{0, nsel, -1};
+  auto launch = [&] { launch_dense(layer, all, true, true); };
   poison(dense_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_dense_) * sizeof(float));
   launch();
   if (checks_)
@@ -473,8 +524,8 @@ void GpuEngine::dense_logits(const Layer& layer) {
   time("dense_logits", &layer, 2.0 * kHeads * kHeadDim * double(sum_len_),
        double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68, launch);
   if (t.nwtiles > 0 && t.ntiles > 0) {  // both routes ran: each one's share
-    time("dense_logits.wgmma", &layer, 0, 0, [&] { launch_dense_wgmma(w); });
-    time("dense_logits.mma_sync", &layer, 0, 0, [&] { launch_dense_logits(a); });
+    time("dense_logits.wgmma", &layer, 0, 0, [&] { launch_dense(layer, all, true, false); });
+    time("dense_logits.mma_sync", &layer, 0, 0, [&] { launch_dense(layer, all, false, true); });
   }
 }
 
@@ -524,6 +575,7 @@ void GpuEngine::copy_dense_scores(const Batch& batch, const Layer& layer, Result
 void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOptions& options, Results& out) {
   const int nsel = int(sel_.size()), ntail = int(tail_sel_.size());
   prep_query(source, true);
+  if (chunked_) return publish_chunked(batch, source);
   dense_logits(source);
   if (options.scores) copy_dense_scores(batch, source, out);
 
@@ -552,6 +604,88 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
        [&] { launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get()); });
   published_ = true;
   own_topk(batch, source);
+}
+
+// The sparse path's source layer a chunk of rows at a time (set_up): dense scores, block amax,
+// block top-2048 and the own top-k of one chunk before the next, so the [rows x context] fp32
+// matrix never exists whole (chunk-256k: 16 GiB whole, 1 GiB a chunk).
+void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
+  const int nsel = int(sel_.size()), ntail = int(tail_sel_.size()), k = batch.topk, n = chunks();
+  LayerSlot& slot = slots_[source.id];
+  auto amax = [&](const Chunk& c) {
+    launch_block_amax(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, max_len_, keys_.get(), ld_keys_);
+  };
+  auto block_topk = [&](const Chunk& c) {
+    launch_block_topk(keys_.get(), ld_keys_, sel_len_.get() + c.first, c.count, max_len_,
+                      blocks_.get() + int64_t(c.first) * kTopkBlocks);
+  };
+  // The own top-k's fallback writes padding into the output row after the chunk's (its spare
+  // row): the next chunk's row, rewritten when that chunk runs, or picks' spare row.
+  auto own = [&](const Chunk& c) {
+    launch_own_topk(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, k, keys_.get(), ld_keys_,
+                    blocks_.get() + int64_t(c.first) * kTopkBlocks, valid_len_.get() + c.first,
+                    slot.picks.get() + int64_t(c.first) * k, topk_list_.get() + c.first);
+  };
+  auto run = [&](const Chunk& c) {
+    launch_dense(source, c, true, true);
+    amax(c);
+    block_topk(c);
+    own(c);
+  };
+  poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
+  poison(slot.picks.get(), kPoisonByteInt, size_t(nsel) * k * sizeof(int32_t));
+  for (int i = 0; i < n; ++i) {
+    const Chunk c = chunk(i);
+    poison(dense_.get(), kPoisonByteFloat, size_t(c.count) * size_t(ld_dense_) * sizeof(float));
+    poison(keys_.get(), kPoisonByteFloat, size_t(c.count) * size_t(ld_keys_) * sizeof(float));
+    launch_dense(source, c, true, true);
+    if (checks_)
+      check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(dense_.get()), ld_dense_, c.count,
+                                     sel_len_.get() + c.first, 1, 0, 0xFFFFFFFFu),
+                    "dense_logits");
+    amax(c);
+    if (checks_)
+      check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(keys_.get()), ld_keys_, c.count,
+                                     sel_len_.get() + c.first, 8, 0, 0xFFFFFFFFu),
+                    "block_amax");
+    block_topk(c);
+    own(c);
+  }
+  if (timing_) time_chunked(source, n, k, amax, block_topk, own, run);
+  if (ntail > 0) gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, blocks_.get() + int64_t(nsel) * kTopkBlocks);
+  if (checks_) {
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel + ntail,
+                                   nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
+                  "block_topk");
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(slot.picks.get()), k, nsel, nullptr, 1, k,
+                                   0xA5A5A5A5u),
+                  "topk");
+  }
+  published_ = true;
+  own_via_blocks_ = true;
+}
+
+// Each kernel of the chunked source timed over every chunk. The timed launches of one kernel
+// read the buffers another chunk's kernels left, so the outputs are computed again afterwards.
+template <class Amax, class BlockTopk, class Own, class Run>
+void GpuEngine::time_chunked(const Layer& source, int n, int k, const Amax& amax, const BlockTopk& block_topk,
+                             const Own& own, const Run& run) {
+  const int nsel = int(sel_.size());
+  int64_t sum_blocks = 0;
+  for (int L : sel_len_host_) sum_blocks += (L + 7) / 8;
+  auto over = [&](const auto& f) { return [&, f] { for (int i = 0; i < n; ++i) f(chunk(i)); }; };
+  time("dense_logits", &source, 2.0 * kHeads * kHeadDim * double(sum_len_),
+       double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68,
+       over([&](const Chunk& c) { launch_dense(source, c, true, true); }));
+  const LayerSlot& slot = slots_[source.id];
+  if (slot.nwtiles > 0 && slot.ntiles > 0) {
+    time("dense_logits.wgmma", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, true, false); }));
+    time("dense_logits.mma_sync", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, false, true); }));
+  }
+  time("block_amax", &source, 0, double(sum_len_) * 4 + double(sum_blocks) * 4, over(amax));
+  time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4, over(block_topk));
+  time("topk", &source, 0, double(sum_valid_) * 4 + double(nsel) * k * 4, over(own));
+  for (int i = 0; i < n; ++i) run(chunk(i));
 }
 
 void GpuEngine::select(const Batch& batch, const Layer& consumer, const RunOptions& options, Results& out) {
@@ -673,7 +807,13 @@ void GpuEngine::end(const Batch& batch, const RunOptions&, Results& out) {
   collect(batch, out);
   std::string topk_notes;
   if (own_via_blocks_) {
-    const int full = own_topk_full_rows(topk_list_.to_host(sel_.size()));
+    // The list's entries count from each launch's first row (one launch per chunk when chunked).
+    const std::vector<int32_t> list = topk_list_.to_host(sel_.size());
+    const int span = chunked_ ? chunk_rows_ : int(list.size());
+    int full = 0;
+    for (size_t first = 0; first < list.size(); first += size_t(span))
+      full += own_topk_full_rows(std::vector<int32_t>(list.begin() + int64_t(first),
+                                                      list.begin() + int64_t(std::min(list.size(), first + span))));
     topk_notes = "own top-k: " + std::to_string(full) + " of " + std::to_string(sel_.size()) +
                  " rows needed the full-row pass; ";
   }

@@ -71,6 +71,9 @@ class GpuEngine : public Implementation {
     // portable kernel's over the list tile_rows.
     DeviceBuffer<int32_t> wtile_rows, tile_rows, tile_first, tile_count;
     int nwtiles = 0, ntiles = 0;
+    // No tile spans two row chunks (chunk_rows_): chunk c's tiles are [wtile_chunk[c],
+    // wtile_chunk[c + 1]) and [tile_chunk[c], tile_chunk[c + 1]).
+    std::vector<int32_t> wtile_chunk, tile_chunk;
     // gpu-sparse consumers: table rows by route (upload_route_order), n_split on the split route.
     DeviceBuffer<int32_t> route_order;
     int n_split = 0;
@@ -90,7 +93,18 @@ class GpuEngine : public Implementation {
   void prepare_keys();
   void build_dense_tiles(LayerSlot& slot);
   void prep_query(const Layer& layer, bool dense);
+  // Selected rows [first, first + count): row chunk `index` (build_dense_tiles).
+  struct Chunk {
+    int first, count, index;
+  };
+  Chunk chunk(int index) const;
+  int chunks() const;
   void dense_logits(const Layer& layer);
+  void launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable);
+  void publish_chunked(const Batch& batch, const Layer& source);
+  template <class Amax, class BlockTopk, class Own, class Run>
+  void time_chunked(const Layer& source, int n, int k, const Amax& amax, const BlockTopk& block_topk,
+                    const Own& own, const Run& run);
   void own_topk(const Batch& batch, const Layer& layer);
   void upload_route_order(LayerSlot& slot);
   void check_plan(const Batch& batch);
@@ -128,6 +142,10 @@ class GpuEngine : public Implementation {
   int max_len_ = 0;
   int64_t sum_len_ = 0;
   int64_t ld_dense_ = 8, ld_keys_ = 4;
+  // The sparse path's source layer runs in chunks of chunk_rows_ selected rows (publish_chunked)
+  // when chunked_: dense_ and keys_ then hold one chunk's rows, not every selected row's.
+  int chunk_rows_ = 1;
+  bool chunked_ = false;
   DeviceBuffer<int32_t> sel_rows_, sel_len_, sel_req_;
   DeviceBuffer<int64_t> sel_kcol_;
   std::vector<int32_t> sel_req_host_;

@@ -367,6 +367,38 @@ TEST_CASE("plain layers take the top-k of their dense scores") {
   }
 }
 
+// Everything a run without scores returns: the same bits in both.
+void require_same_outputs(const Batch& b, const Results& x, const Results& y) {
+  REQUIRE(x.rows_done == y.rows_done);
+  REQUIRE(x.blocks == y.blocks);
+  for (const Layer& l : b.layers) {
+    INFO("layer " << l.id);
+    REQUIRE(x.layers.at(l.id).positions == y.layers.at(l.id).positions);
+    REQUIRE(x.layers.at(l.id).tail_positions == y.layers.at(l.id).tail_positions);
+  }
+}
+
+TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answers") {
+  const Batch b = make_batch(standard_spec(), 7);
+  RunOptions o;  // no scores: --scores keeps the whole dense matrix
+  const Results whole = gpu::make_gpu_sparse()->run(b, o);
+  REQUIRE(b.rows() > 5);
+  // 5: chunks end inside a request and inside row tiles of both dense routes; 1: a chunk a row.
+  for (const char* rows : {"5", "1"}) {
+    INFO("DSA_SOURCE_CHUNK_ROWS=" << rows);
+    setenv("DSA_SOURCE_CHUNK_ROWS", rows, 1);
+    const Results chunked = gpu::make_gpu_sparse()->run(b, o);
+    RunOptions timed = o;  // the timed launches reuse one chunk's buffers; the outputs are redone
+    timed.timing = true;
+    timed.timing_samples = 20;
+    const Results chunked_timed = gpu::make_gpu_sparse()->run(b, timed);
+    unsetenv("DSA_SOURCE_CHUNK_ROWS");
+    require_same_outputs(b, whole, chunked);
+    require_same_outputs(b, whole, chunked_timed);
+    CHECK(chunked.notes == whole.notes);  // the own top-k's full-row count included
+  }
+}
+
 TEST_CASE("timings name every kernel with events and positive medians") {
   Spec spec;
   spec.lc = {18000};
