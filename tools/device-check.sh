@@ -2,7 +2,7 @@
 # Every GPU check in one call on the device machine (H200):
 #   configure (cmake --preset device), build (16 jobs), ctest -L gpu, the device checks of
 #   gpu-sparse / gpu-mask against the reference of their own path and against each other on
-#   smoke, edge, edge-r2, sglang-test, decode and chunk-256k (256 sampled rows), the same through the CLI
+#   smoke, edge, edge-r2, sglang-test, decode, numerics and chunk-256k (256 sampled rows), the same through the CLI
 #   (generate / run / compare) where this build has it, compute-sanitizer memcheck on the edge
 #   batch, and the per-kernel timing table of chunk-256k, printed last.
 # Usage (repo root):  tools/device-check.sh [STAGE...]
@@ -59,7 +59,7 @@ do_ctest() {
 
 CHECK="device check: gpu paths against the reference on a preset"
 do_check() {
-  for p in smoke edge edge-r2 sglang-test decode; do
+  for p in smoke edge edge-r2 sglang-test decode numerics; do
     DSA_CHECK_PRESET=$p stage "check-$p" 240 "$B/tests/test_gpu" "$CHECK"
     grep -E "^  gpu-|failed:|passed|FAILED" "$LOGS/check-$p.log" | head -12 | tee -a "$SUMMARY"
   done

@@ -3,7 +3,8 @@
 // top-k, block amax, block top-2048 with the ascending write), each consumer selects on the
 // published table and on the tail table, plain layers take their own top-k. The mode decides
 // the consumers' path: paged sparse bf16 logits + small top-k (gpu-sparse) or dense fp32 logits
-// ranked inside the published blocks (gpu-mask).
+// ranked inside the published blocks (gpu-mask). On gpu-sparse the source runs a chunk of rows
+// at a time (publish_chunked), so its [rows x context] fp32 scores never exist whole.
 //
 // Steps (issue 12): a step is one run over a batch. The engine's device buffers form a workspace
 // sized from the batch (rows, lengths, layers); with keep_workspace a second step of the same

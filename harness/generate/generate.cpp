@@ -17,6 +17,7 @@ namespace {
 
 using gen::BatchSpec;
 using gen::KeyStyle;
+using gen::QueryStyle;
 using gen::LayerSpec;
 using gen::RequestSpec;
 
@@ -181,6 +182,34 @@ BatchSpec edge(const GenerateOptions& o) {
   return spec;
 }
 
+// ---- numerics: the data behind every exact route of the GPU kernels (docs/performance.md):
+// query heads whose group exponents need the wgmma route's in-place multiplier or keep a row off
+// that route, keys whose group exponents span too far for the folded form, huge scores and
+// subnormal ones. Small enough for the CPU reference.
+BatchSpec numerics(const GenerateOptions& o) {
+  reject_size_overrides(o);
+  BatchSpec spec = base_spec(o, 1);
+  spec.source_layer = kSource;
+  spec.with_tails = true;
+  auto add = [&](int32_t lc, std::vector<int32_t> lengths, KeyStyle keys) {
+    RequestSpec r;
+    r.lc = lc;
+    r.lengths = std::move(lengths);
+    r.tail = 1;
+    r.keys = keys;
+    r.queries = QueryStyle::extreme;
+    spec.requests.push_back(r);
+  };
+  // 0: wide keys, rows past 16384 positions (level one drops blocks).
+  add(17000, {16390, 16700, 16999, 17000}, KeyStyle::wide);
+  // 1: huge and tiny keys.
+  add(3000, {700, 1500, 2300, 2998, 2999, 3000}, KeyStyle::magnitudes);
+  // 2: realistic keys, every row class of the extreme queries.
+  add(1200, {600, 800, 1000, 1100, 1150, 1190, 1199, 1200}, KeyStyle::realistic);
+  spec.layers = ratio1_layers(o, {24, 28});
+  return spec;
+}
+
 // ---- edge-r2: plain layers at compress ratio 2 with their own keys and page tables.
 BatchSpec edge_r2(const GenerateOptions& o) {
   reject_size_overrides(o);
@@ -294,7 +323,7 @@ struct Preset {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"smoke", smoke},   {"edge", edge}, {"edge-r2", edge_r2}, {"sglang-test", sglang_test}, {"chunk-256k", chunk_256k},
-      {"decode", decode}};
+      {"decode", decode}, {"numerics", numerics}};
   return all;
 }
 

@@ -248,6 +248,50 @@ void key_vector(const World& w, const RequestModel& m, uint64_t seed, int b, int
   for (int d = 0; d < kHeadDim; ++d) k[d] *= w.key_gain[d / 32];
 }
 
+// The extreme styles move group exponents: shifts added to the ue8m0 scale bytes after
+// quantization, so values stay exact in the format (scaling the floats instead would meet the
+// quantizer's floor, which turns tiny groups into zeros).
+struct Shifts {
+  int g[4] = {0, 0, 0, 0};
+  void group(int i, int e) { g[i] += e; }
+  void all(int e) {
+    for (int& x : g) x += e;
+  }
+};
+
+void apply_shifts(const Shifts& sh, uint8_t* scales4) {
+  for (int i = 0; i < kScaleGroups; ++i) scales4[i] = uint8_t(std::clamp(int(scales4[i]) + sh.g[i], 1, 254));
+}
+
+// The wide and magnitudes key styles at position pos (sinks stay realistic).
+Shifts key_shifts(KeyStyle style, int64_t pos) {
+  Shifts sh;
+  if (pos < kSinks) return sh;
+  const int64_t c = pos % 13;
+  if (style == KeyStyle::wide) {
+    if (c == 3) sh.group(0, 12);  // group 0 twelve binades up
+    if (c == 7) sh.group(3, -6);  // group 3 six binades down
+  } else if (style == KeyStyle::magnitudes) {
+    if (c == 5) sh.all(40);   // huge
+    if (c == 9) sh.all(-60);  // tiny: with a tiny query row, subnormal scores
+  }
+  return sh;
+}
+
+// QueryStyle::extreme for head h of row r: group 3 far below groups 0-2 on every row (the wgmma
+// route's in-place multiplier), far above them or groups 0-2 spread wide on some rows (rows the
+// wgmma route does not admit), and whole rows moved by 2^30 or 2^-70 (huge scores; tiny ones
+// that meet tiny keys in subnormals).
+Shifts query_shifts(int r, int h) {
+  Shifts sh;
+  if (h % 8 == 1) sh.group(3, -6);
+  if (h % 8 == 2 && r % 3 == 1) sh.group(3, 6);
+  if (h % 8 == 3 && r % 3 == 2) sh.group(0, 6);
+  if (r % 4 == 1) sh.all(30);
+  if (r % 4 == 3) sh.all(-70);
+  return sh;
+}
+
 HeadParams make_head(uint64_t seed, int layer, int h) {
   HeadParams hp;
   Rng rng(stream_key(seed, kHead, uint64_t(layer), uint64_t(h)));
@@ -387,7 +431,9 @@ void fill_pool(const BatchSpec& spec, const World& w, Batch& batch) {
       key_vector(w, m, spec.seed, int(b), p, k);
       const int64_t page = batch.page_table[b * size_t(batch.table_width) + size_t(p / P)];
       uint8_t* base = batch.pool.data() + size_t(page) * P * kSlotBytes;
-      ref::quantize_vector_e2m1(k, base + (p % P) * kPackedDim, base + size_t(P) * kPackedDim + (p % P) * kScaleGroups);
+      uint8_t* scales = base + size_t(P) * kPackedDim + (p % P) * kScaleGroups;
+      ref::quantize_vector_e2m1(k, base + (p % P) * kPackedDim, scales);
+      apply_shifts(key_shifts(m.style, p), scales);
     }
   }
 }
@@ -426,6 +472,8 @@ void fill_layers(const BatchSpec& spec, const World& w, Batch& batch) {
         query_vector(w, heads[li][size_t(h)], it, spec.seed, layer.id, r, h, q);
         const size_t cell = size_t(r) * kHeads + size_t(h);
         ref::quantize_vector_e2m1(q, layer.q.data() + cell * kPackedDim, layer.q_scale.data() + cell * kScaleGroups);
+        if (spec.requests[size_t(b)].queries == QueryStyle::extreme)
+          apply_shifts(query_shifts(r, h), layer.q_scale.data() + cell * kScaleGroups);
         layer.weights[cell] = row_weight(heads[li][size_t(h)], wrng);
       }
     }

@@ -39,15 +39,23 @@ double det_exp2(double x);                      // 2^x
 
 // ---- the layout a preset decides ----
 enum class KeyStyle {
-  realistic,  // sinks + positional (rope-like) locality + topic drift + per-position content
-  repeated    // four distinct key vectors cycling with period 4: exact score ties everywhere
+  realistic,   // sinks + positional (rope-like) locality + topic drift + per-position content
+  repeated,    // four distinct key vectors cycling with period 4: exact score ties everywhere
+  wide,        // realistic, and some keys' group exponents span 6 to 12 binades (the GPU
+               // kernels' generic route for keys)
+  magnitudes   // realistic, and some keys scaled by 2^40 or 2^-60: huge and subnormal scores
 };
+
+// Queries: realistic (the model's), or extreme: per head and row, the group and row exponents
+// that decide the GPU kernels' exact routes (QueryStyle::extreme in generate_model.cpp).
+enum class QueryStyle { realistic, extreme };
 
 struct RequestSpec {
   int32_t lc = 0;                 // compressed length at the newest row
   std::vector<int32_t> lengths;   // L of each row (<= lc)
   int32_t tail = 0;               // final rows that form the tail
   KeyStyle keys = KeyStyle::realistic;
+  QueryStyle queries = QueryStyle::realistic;
 };
 
 struct LayerSpec {

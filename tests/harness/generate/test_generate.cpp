@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -411,6 +412,75 @@ TEST_CASE("generate: decode is ragged requests of 2 tail rows each (small overri
   } catch (const dsa::InputError& e) {
     REQUIRE(e.dataset() == "--rows-per-request");
   }
+}
+
+// Lowest and highest of four ue8m0 group exponents, and the lowest of groups 0-2.
+struct Exponents {
+  int lo, hi, lo012, hi012, g3;
+};
+Exponents exponents(const uint8_t* s) {
+  Exponents e{s[0], s[0], s[0], s[0], s[3]};
+  for (int g = 0; g < dsa::kScaleGroups; ++g) {
+    e.lo = std::min(e.lo, int(s[g]));
+    e.hi = std::max(e.hi, int(s[g]));
+    if (g < 3) e.lo012 = std::min(e.lo012, int(s[g])), e.hi012 = std::max(e.hi012, int(s[g]));
+  }
+  return e;
+}
+
+TEST_CASE("generate: numerics holds the data of every exact GPU route", "[generate]") {
+  const Batch b = make("numerics");
+  REQUIRE(layer_ids(b) == std::vector<int>{20, 24, 28});
+  REQUIRE(count_rows(b, [](int32_t L) { return L > 16384; }) >= 2);  // level one drops blocks
+  // Keys: group exponents over 3 binades apart (not foldable), huge and tiny ones.
+  int wide_keys = 0, huge_keys = 0, tiny_keys = 0;
+  for (int q = 0; q < b.requests(); ++q)
+    for (int64_t p = 0; p < b.compressed_len[size_t(q)]; ++p) {
+      const Exponents e = exponents(b.key_scale(q, p));
+      wide_keys += e.hi - e.lo > 3;
+      huge_keys += e.lo > 127 + 30;
+      tiny_keys += e.hi < 127 - 50;
+    }
+  CHECK(wide_keys > 100);
+  CHECK(huge_keys > 100);
+  CHECK(tiny_keys > 100);
+  // Query heads: group 3 more than 3 binades below groups 0-2 (the in-place multiplier), above
+  // them, groups 0-2 over 3 binades apart; rows scaled far up and down.
+  int g3_low = 0, g3_high = 0, wide012 = 0, huge_rows = 0, tiny_rows = 0;
+  const Layer& src = *b.source();
+  for (int r = 0; r < b.rows(); ++r) {
+    int row_lo = 1000, row_hi = -1000;
+    for (int h = 0; h < dsa::kHeads; ++h) {
+      const Exponents e = exponents(src.scale_row(r) + h * dsa::kScaleGroups);
+      g3_low += e.hi - e.lo > 3 && e.g3 < e.lo012 && e.hi012 - e.lo012 <= 3;
+      g3_high += e.g3 > e.hi012 + 3;
+      wide012 += e.hi012 - e.lo012 > 3;
+      row_lo = std::min(row_lo, e.lo);
+      row_hi = std::max(row_hi, e.hi);
+    }
+    huge_rows += row_lo > 127 + 20;
+    tiny_rows += row_hi < 127 - 60;
+  }
+  CHECK(g3_low > 0);
+  CHECK(g3_high > 0);
+  CHECK(wide012 > 0);
+  CHECK(huge_rows > 0);
+  CHECK(tiny_rows > 0);
+  // Scores: some dense scores are subnormal, some above 2^60, none infinite.
+  int subnormal = 0, huge = 0, inf = 0;
+  for (int r = 0; r < b.rows(); ++r) {
+    const int64_t L = b.compress_len[size_t(r)];
+    std::vector<float> dense(static_cast<size_t>(L));
+    dsa::ref::dense_scores_row(query_of(src, r), keys_of(b, b.row_request[size_t(r)]), L, dense.data());
+    for (float x : dense) {
+      subnormal += x != 0.0f && std::fabs(x) < std::numeric_limits<float>::min();
+      huge += std::fabs(x) > 0x1p60f;
+      inf += std::isinf(x);
+    }
+  }
+  CHECK(subnormal > 0);
+  CHECK(huge > 0);
+  CHECK(inf == 0);
 }
 
 TEST_CASE("generate: overrides apply where meaningful and name the option when not", "[generate]") {
