@@ -3,8 +3,9 @@
 
     tools/bench-table.py DIR/report.json [--targets docs/performance.md] > table.md
 
-One row per ceiling, per kernel of gpu-sparse and gpu-mask on each batch, per whole path, and the
-PyTorch peer's whole chunk: kernel | measured | floor | target | share of ceiling. Targets come
+One row per ceiling, per kernel of gpu-sparse and gpu-mask on each batch, per whole path (its
+floor: the kernels' floors summed), and the PyTorch peer's whole chunk: kernel | measured | floor |
+target | share of ceiling. Targets come
 from the "Targets by kernel" table of docs/performance.md and apply only to the reference
 problem (16384 rows at 262144 context); elsewhere the column says "-". Exit 4 on a file that is
 not a bench report (the message names the file and the key).
@@ -92,7 +93,7 @@ def table(report, targets):
         inp = inputs.get(run["batch_id"], {})
         reference = run.get("rows") == REFERENCE_ROWS and inp.get("max_len") == REFERENCE_CONTEXT
         where = f"{inp.get('max_len', '?')} x {run.get('rows', '?')} rows"
-        total = 0.0
+        total = floor = 0.0
         for k in run["kernels"]:
             if k["kernel"].endswith("/step"):
                 continue
@@ -100,15 +101,18 @@ def table(report, targets):
             if "." in short:  # a route's share of a kernel (dense_logits.wgmma): not a kernel of its own
                 continue
             total += k["median_ms"] * k["calls"]
+            floor += k["floor_ms"] * k["calls"]
             tgt = target_ms(targets, short, k["floor_ms"]) if reference else None
             out.append(f"| {k['kernel']} @{k['layer']} ({where}) | {fmt(k['median_ms'])} ms "
                        f"({fmt(k['min_ms'])}..{fmt(k['max_ms'])}) | {fmt(k['floor_ms'])} ms | "
                        f"{fmt(tgt) + ' ms' if tgt is not None else '-'} | {100 * k['ceiling_share']:.3g} % |")
         tgt = target_ms(targets, f"whole {run['impl']} path", 0) if reference else None
         peak = run.get("peak_device_bytes", -1)
+        # The path's floor: its kernels' floors summed (each the larger of math and bytes).
         out.append(f"| whole {run['impl']} path ({where}) | {fmt(total)} ms (sum of medians; peak "
-                   f"{fmt(peak / 2**30) + ' GiB' if peak >= 0 else '-'}) | - | "
-                   f"{fmt(tgt) + ' ms' if tgt is not None else '-'} | - |")
+                   f"{fmt(peak / 2**30) + ' GiB' if peak >= 0 else '-'}) | {fmt(floor)} ms | "
+                   f"{fmt(tgt) + ' ms' if tgt is not None else '-'} | "
+                   f"{f'{100 * floor / total:.3g} %' if total > 0 else '-'} |")
     for run in report["runs"]:
         if run["impl"] != "torch-mask" or run.get("status") != "passed":
             continue

@@ -56,10 +56,12 @@ def test_table_rows_with_targets_on_the_reference_problem(tmp_path):
             "| 39.3 ms | 28.1 % |") in out
     assert "| gpu-sparse/block_topk @20 (262144 x 16384 rows) | 1.6 ms (1.568..1.632) | 0.5 ms | 0.8 ms |" in out
     assert "| 0.25 ms | 6.84 % |" in out
-    # Steps and a route's share are not kernels; the whole path sums the kernels, with its own target.
+    # Steps and a route's share are not kernels; the whole path sums the kernels and their floors
+    # (49.11 + 0.5 + 0.13 = 49.74 ms, 27.9 % of 178.1 ms), with its own target.
     assert "gpu-sparse/step" not in out
     assert "dense_logits.wgmma" not in out
-    assert "| whole gpu-sparse path (262144 x 16384 rows) | 178.1 ms (sum of medians; peak 19 GiB) | - | 46 ms | - |" in out
+    assert ("| whole gpu-sparse path (262144 x 16384 rows) | 178.1 ms (sum of medians; peak 19 GiB) | 49.74 ms "
+            "| 46 ms | 27.9 % |") in out
     assert "| PyTorch mask path, whole chunk (262144 x 16384 rows) | 5766 ms | - | - | - |" in out
 
 
