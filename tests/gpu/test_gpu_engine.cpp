@@ -11,37 +11,13 @@
 #include "gpu/engine/engine.cuh"
 #include "harness/generate/generate.hpp"
 #include "tests/catch.hpp"
+#include "tests/gpu/same_results.hpp"
 
 using namespace dsa;
 using dsa::gpu::DeviceMemoryMeter;
+using dsa::test::require_identical;
 
 namespace {
-
-// The first element where two int32 tables differ, as "row r, column c: a vs b", or "".
-std::string first_mismatch(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int width) {
-  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i])
-      return "row " + std::to_string(i / size_t(width)) + ", column " + std::to_string(i % size_t(width)) + ": " +
-             std::to_string(a[i]) + " vs " + std::to_string(b[i]);
-  return "";
-}
-
-// Blocks, and every layer's positions and tail positions, identical.
-void require_identical(const Batch& batch, const Results& expected, const Results& got, const std::string& what) {
-  INFO(what);
-  CHECK(first_mismatch(expected.blocks, got.blocks, kTopkBlocks) == "");
-  CHECK(!got.blocks.empty());
-  for (const Layer& layer : batch.layers) {
-    INFO("layer " << layer.id);
-    REQUIRE(got.layers.count(layer.id) == 1);
-    const LayerResult& e = expected.layers.at(layer.id);
-    const LayerResult& g = got.layers.at(layer.id);
-    CHECK(!g.positions.empty());
-    CHECK(first_mismatch(e.positions, g.positions, batch.topk) == "");
-    CHECK(first_mismatch(e.tail_positions, g.tail_positions, batch.topk) == "");
-  }
-}
 
 struct MeterMark {
   int64_t bytes = DeviceMemoryMeter::allocated_bytes(), allocations = DeviceMemoryMeter::allocations();

@@ -12,6 +12,7 @@
 #include "gpu/gpu_implementations.hpp"
 #include "reference/formats.hpp"
 #include "tests/catch.hpp"
+#include "tests/gpu/same_results.hpp"
 
 using namespace dsa;
 
@@ -367,17 +368,6 @@ TEST_CASE("plain layers take the top-k of their dense scores") {
   }
 }
 
-// Everything a run without scores returns: the same bits in both.
-void require_same_outputs(const Batch& b, const Results& x, const Results& y) {
-  REQUIRE(x.rows_done == y.rows_done);
-  REQUIRE(x.blocks == y.blocks);
-  for (const Layer& l : b.layers) {
-    INFO("layer " << l.id);
-    REQUIRE(x.layers.at(l.id).positions == y.layers.at(l.id).positions);
-    REQUIRE(x.layers.at(l.id).tail_positions == y.layers.at(l.id).tail_positions);
-  }
-}
-
 TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answers") {
   const Batch b = make_batch(standard_spec(), 7);
   RunOptions o;  // no scores: --scores keeps the whole dense matrix
@@ -393,8 +383,10 @@ TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answ
     timed.timing_samples = 20;
     const Results chunked_timed = gpu::make_gpu_sparse()->run(b, timed);
     unsetenv("DSA_SOURCE_CHUNK_ROWS");
-    require_same_outputs(b, whole, chunked);
-    require_same_outputs(b, whole, chunked_timed);
+    REQUIRE(chunked.rows_done == whole.rows_done);
+    REQUIRE(chunked_timed.rows_done == whole.rows_done);
+    test::require_identical(b, whole, chunked, "chunked");
+    test::require_identical(b, whole, chunked_timed, "chunked, timed");
     CHECK(chunked.notes == whole.notes);  // the own top-k's full-row count included
   }
 }

@@ -414,7 +414,9 @@ TEST_CASE("generate: decode is ragged requests of 2 tail rows each (small overri
   }
 }
 
-// Lowest and highest of four ue8m0 group exponents, and the lowest of groups 0-2.
+namespace {
+
+// Of four ue8m0 group exponents: the lowest and highest, those of groups 0-2, and group 3's.
 struct Exponents {
   int lo, hi, lo012, hi012, g3;
 };
@@ -427,6 +429,8 @@ Exponents exponents(const uint8_t* s) {
   }
   return e;
 }
+
+}  // namespace
 
 TEST_CASE("generate: numerics holds the data of every exact GPU route", "[generate]") {
   const Batch b = make("numerics");
