@@ -18,24 +18,17 @@ struct Bf16Rows {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const uint4 v = reinterpret_cast<const uint4*>(p)[q];
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        const uint32_t w[4] = {order_bf16x2(v.x), order_bf16x2(v.y), order_bf16x2(v.z), order_bf16x2(v.w)};
 #pragma unroll
         for (int h = 0; h < 4; ++h) {
-          key[8 * q + 2 * h] = order_bf16(uint16_t(w[h] & 0xFFFFu));
-          key[8 * q + 2 * h + 1] = order_bf16(uint16_t(w[h] >> 16));
+          key[8 * q + 2 * h] = w[h] & 0xFFFFu;
+          key[8 * q + 2 * h + 1] = w[h] >> 16;
         }
       }
     } else {
 #pragma unroll
       for (int j = 0; j < 32; ++j) key[j] = first + j < n ? order_bf16(p[j]) : 0u;
     }
-  }
-};
-
-struct PageTransform {
-  const int32_t* blocks;
-  __device__ int32_t id(int row, int c) const {
-    return blocks[int64_t(row) * kTopkBlocks + c / kBlockSize] * kBlockSize + c % kBlockSize;
   }
 };
 

@@ -26,6 +26,15 @@ __device__ __forceinline__ uint32_t order_bf16(uint16_t b) {
   return ((u & 0x8000u) ? ~u : (u | 0x8000u)) & 0xFFFFu;
 }
 
+// order_bf16 of both halves of a word at once (the sparse path's top-512 reads bf16 in pairs): a
+// half is negative when its sign is set and its magnitude is not zero (-0 ranks as +0); a negative
+// half becomes its complement, any other half gets the sign bit set.
+__host__ __device__ __forceinline__ uint32_t order_bf16x2(uint32_t w) {
+  const uint32_t nonzero = ((w & 0x7FFF7FFFu) + 0x7FFF7FFFu) & 0x80008000u;  // per half, no carry out
+  const uint32_t fill = ((w & nonzero) >> 15) * 0xFFFFu;                     // 0xFFFF per negative half
+  return (w ^ fill) | (0x80008000u & ~fill);
+}
+
 // A row with no more than k entries: all of them in index order, then padding (the kernels below
 // return right after it). kThreads: the block's size.
 template <int kThreads, class Map>

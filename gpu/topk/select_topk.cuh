@@ -1,77 +1,190 @@
 #pragma once
 // Top-k of rows that fit in registers (n <= kPer * 512), one thread block per row: thread t holds
-// the keys of indices kPer t .. kPer t + kPer - 1. A bisection over the key space finds the k-th
-// largest key T (each round: a compare-count per thread, a warp sum, one barrier; no atomics, so
-// no contention when scores crowd into few values). Then one block scan places every thread's
-// picks: all keys > T and the first k - #greater keys == T in index order (the reference's tie
-// rule), written in index order (the ascending write). Same keys and output as
-// radix_topk_kernel, which stays for longer rows. Keys are ordered integers (order_f32,
-// order_bf16 in radix_topk.cuh).
+// the keys of indices kPer t .. kPer t + kPer - 1. A radix select over those registers finds the
+// k-th largest key T, 11 bits at a time from the top: each pass counts the keys that match the
+// digits found so far into a 2048-bin shared histogram (plain shared atomics: on the H200 a warp's
+// atomic costs the same 2.2 SM cycles whether its lanes hit one bin or 32, bench/micro), and one
+// block scan over the bins, largest first, finds the bin that holds the k-th key. When that bin's
+// keys are exactly the ones still needed, the search stops there (no ties to break). Then one
+// block scan places every thread's picks: all keys > T and the first k - #greater keys == T in
+// index order (the reference's tie rule), written in index order (the ascending write). Same keys
+// and output as radix_topk_kernel, which stays for longer rows. Keys are ordered integers
+// (order_f32, order_bf16 in radix_topk.cuh).
+//
+// Instructions per key are what this kernel spends (bench/results/h200.md, runs 45-47): the
+// passes are unrolled at compile time, the first counts every key unconditionally, later ones
+// through a predicated shared reduction (no branch per key); the placement keeps a bit mask of
+// each thread's picks so that only those are visited, and a page-transform table is staged in
+// shared memory while the passes run.
 #include <cub/block/block_scan.cuh>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "gpu/topk/id_maps.cuh"
 #include "gpu/topk/radix_topk.cuh"
 
 namespace dsa::gpu {
 
 constexpr int kSelectThreads = 512;
+constexpr int kDigitBits = 11;
+constexpr int kSelectBins = 1 << kDigitBits;
+static_assert(kSelectBins == 4 * kSelectThreads, "each thread scans four bins");
+
+struct SelectState {
+  uint32_t prefix;  // the digits of T found so far
+  int remaining;    // how many keys with those digits are still to be taken
+  int bin_count;    // how many keys share the digits found by the last pass
+};
+
+// hist[bin] += 1 where `take`, without a branch (a predicated shared reduction).
+__device__ __forceinline__ void count_if(uint32_t hist_addr, uint32_t bin, bool take) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.u32 [%0], %1;\n\t}" ::"r"(hist_addr + 4 * bin),
+      "r"(1), "r"(uint32_t(take))
+      : "memory");
+}
+
+// The bin of the k-th key among this pass's counts: thread t scans bins 2047 - 4t down to
+// 2044 - 4t, a block scan counts the keys above them. Bin 0 is never chosen by count, only when no
+// bin above reaches `remaining`: keys past a row's end are 0 and land in it, so its count is not
+// trusted.
+template <class Scan>
+__device__ __forceinline__ SelectState find_bin(const int* hist, SelectState s, int shift,
+                                                typename Scan::TempStorage& scan_storage, SelectState& shared) {
+  const int tid = threadIdx.x;
+  const int4 c4 = reinterpret_cast<const int4*>(hist)[kSelectThreads - 1 - tid];
+  const int c[4] = {c4.w, c4.z, c4.y, c4.x};
+  const int sum = c4.x + c4.y + c4.z + c4.w;
+  int above;
+  Scan(scan_storage).ExclusiveSum(sum, above);
+  if (above < s.remaining && (above + sum >= s.remaining || tid == kSelectThreads - 1)) {
+    int cum = above;
+    bool found = false;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int bin = kSelectBins - 1 - 4 * tid - i;
+      if (!found && (bin == 0 || cum + c[i] >= s.remaining)) {
+        shared = {s.prefix | (uint32_t(bin) << shift), s.remaining - cum, c[i]};
+        found = true;
+      }
+      if (!found) cum += c[i];
+    }
+  }
+  __syncthreads();
+  return shared;
+}
+
+// One pass of the radix select: the digit of T at bits [kShift, kTop) among the keys that match
+// `prefix` on the bits above kTop (all keys in the first pass).
+template <int kBits, int kTop, int kShift, int kPer, class Scan>
+__device__ __forceinline__ SelectState select_digit(const uint32_t (&key)[kPer], SelectState s, int* hist,
+                                                    typename Scan::TempStorage& scan_storage, SelectState& shared) {
+  reinterpret_cast<int4*>(hist)[threadIdx.x] = make_int4(0, 0, 0, 0);
+  __syncthreads();
+  if constexpr (kTop == kBits) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) atomicAdd(&hist[key[j] >> kShift], 1);
+  } else {
+    const uint32_t hist_addr = uint32_t(__cvta_generic_to_shared(hist));
+    constexpr uint32_t kDigitMask = (1u << (kTop - kShift)) - 1;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j)
+      count_if(hist_addr, (key[j] >> kShift) & kDigitMask, ((key[j] ^ s.prefix) >> kTop) == 0);
+  }
+  __syncthreads();
+  return find_bin<Scan>(hist, s, kShift, scan_storage, shared);
+}
+
+// The lowest `t` set bits of m (t <= popcount(m)).
+__device__ __forceinline__ uint32_t lowest_bits(uint32_t m, int t) {
+  return t == 0 ? 0u : m & ((2u << __fns(m, 0, t)) - 1u);
+}
+__device__ __forceinline__ uint64_t lowest_bits(uint64_t m, int t) {
+  const uint32_t lo = uint32_t(m), hi = uint32_t(m >> 32);
+  const int nlo = __popc(lo);
+  return t <= nlo ? lowest_bits(lo, t) : (uint64_t(lowest_bits(hi, t - nlo)) << 32) | lo;
+}
+
+// Writes map ids of the set bits of m (columns first + base + bit) at dst[slot], dst[slot + 1]...
+template <class Map>
+__device__ __forceinline__ int write_picks(uint32_t m, int base, const Map& map, int row, const int32_t* table,
+                                           int32_t* dst, int slot) {
+  for (; m != 0; m &= m - 1) dst[slot++] = map.id(row, base + __ffs(m) - 1, table);
+  return slot;
+}
+
+// The shared memory of one row's selection.
+struct SelectSmem {
+  typename cub::BlockScan<int, kSelectThreads>::TempStorage scan;
+  alignas(16) int hist[kSelectBins];
+  alignas(16) int32_t table[kTopkBlocks];  // a staged map's table
+  SelectState state;
+};
+
+// The top-k of one row whose keys (ordered integers, 0 past n) sit in the block's registers,
+// thread t holding columns first = kPer t ...; n > k. Ids go to dst in column order.
+template <int kBits, int kPer, class Map>
+__device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row, int n, int k, int first,
+                                           const Map& map, int32_t* dst, SelectSmem& sm) {
+  static_assert(kBits > kDigitBits && kBits <= 3 * kDigitBits && kPer <= 64, "two or three passes, 64 keys a thread");
+  using Scan = cub::BlockScan<int, kSelectThreads>;
+  using Mask = std::conditional_t<(kPer > 32), uint64_t, uint32_t>;
+  // T: the largest key with #(keys >= T) >= k. When a pass's bin holds exactly the keys still
+  // needed, every key >= the bin's smallest value is taken and none is a tie: T = that value - 1.
+  constexpr int kTop2 = kBits - kDigitBits, kTop3 = kTop2 > kDigitBits ? kTop2 - kDigitBits : 0;
+  SelectState s = select_digit<kBits, kBits, kTop2, kPer, Scan>(key, SelectState{0u, k, 0}, sm.hist, sm.scan, sm.state);
+  bool exact = s.bin_count == s.remaining && s.prefix != 0;
+  if (!exact) {
+    s = select_digit<kBits, kTop2, kTop3, kPer, Scan>(key, s, sm.hist, sm.scan, sm.state);
+    if constexpr (kTop3 > 0) {
+      exact = s.bin_count == s.remaining && s.prefix != 0;
+      if (!exact) s = select_digit<kBits, kTop3, 0, kPer, Scan>(key, s, sm.hist, sm.scan, sm.state);
+    }
+  }
+  const uint32_t T = exact ? s.prefix - 1 : s.prefix;
+  // Placement: bit j of `greater` / `tie` says key j is > T / == T (ties only below n).
+  const int valid = min(max(n - first, 0), kPer);
+  Mask greater = 0, tie = 0;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    greater |= Mask(key[j] > T) << j;
+    tie |= Mask(key[j] == T) << j;
+  }
+  if (valid < kPer) tie &= (Mask(1) << valid) - 1;
+  const int gt = __popcll(uint64_t(greater)), eq = __popcll(uint64_t(tie));
+  // One scan of both counts (each total <= n <= 32768 fits 16 bits); the ties go in column order.
+  int before, total;
+  Scan(sm.scan).ExclusiveSum((gt << 16) | eq, before, total);
+  const int ties_wanted = k - (total >> 16), ties_before = before & 0xFFFF;
+  const int my_ties = min(max(ties_wanted - ties_before, 0), eq);
+  if (my_ties < eq) tie = lowest_bits(tie, my_ties);
+  const Mask take = greater | tie;
+  int slot = (before >> 16) + min(ties_before, ties_wanted);
+  if constexpr (Map::kStaged) {
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+  slot = write_picks(uint32_t(take), first, map, row, sm.table, dst, slot);
+  if constexpr (kPer > 32) write_picks(uint32_t(uint64_t(take) >> 32), first + 32, map, row, sm.table, dst, slot);
+}
 
 // Src: int len(int row) const; void load(int row, int first, int n, uint32_t (&key)[kPer]) const
-// (keys of indices first.., 0 from n on); Map: int32_t id(int row, int i) const.
+// (keys of indices first.., 0 from n on); Map: id_maps.cuh. Rows of 32 keys a thread run two
+// blocks an SM (64 registers), so one row's loads overlap the other's passes.
 template <int kBits, int kPer, class Src, class Map>
-__global__ void __launch_bounds__(kSelectThreads) select_topk_kernel(Src src, Map map, int k, int32_t pad,
-                                                                      int32_t* out) {
-  using Scan = cub::BlockScan<int, kSelectThreads>;
-  __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ int sums[2][kSelectThreads / 32];
-  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+__global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1) select_topk_kernel(Src src, Map map, int k,
+                                                                                          int32_t pad, int32_t* out) {
+  __shared__ SelectSmem sm;
+  const int row = blockIdx.x;
   const int n = src.len(row);
   int32_t* dst = out + int64_t(row) * k;
   if (n <= k) return take_all<kSelectThreads>(map, row, n, k, pad, dst);
-  const int first = tid * kPer;
+  map.stage(row, sm.table);
+  const int first = threadIdx.x * kPer;
   uint32_t key[kPer];
   src.load(row, first, n, key);
-  // T = the largest t with #(key >= t) >= k; #(key >= 0) = n >= k. Keys past n are 0 and never
-  // counted (every probe is >= 1).
-  uint32_t lo = 0, hi = kBits == 32 ? 0xFFFFFFFFu : (1u << kBits) - 1;
-  for (int round = 0; lo < hi; ++round) {
-    const uint32_t mid = lo + ((hi - lo) >> 1) + 1;
-    int c = 0;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) c += key[j] >= mid ? 1 : 0;
-    c = __reduce_add_sync(0xFFFFFFFFu, c);
-    if (lane == 0) sums[round & 1][warp] = c;
-    __syncthreads();  // two buffers: the next round writes the other one
-    int total = 0;
-#pragma unroll
-    for (int w = 0; w < kSelectThreads / 32; ++w) total += sums[round & 1][w];
-    if (total >= k)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  const uint32_t T = lo;
-  int gt = 0, eq = 0;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    gt += key[j] > T ? 1 : 0;
-    eq += (key[j] == T && first + j < n) ? 1 : 0;
-  }
-  // One scan of both counts (each total <= n <= 32768 fits 16 bits).
-  int before, total;
-  Scan(scan_storage).ExclusiveSum((gt << 16) | eq, before, total);
-  const int remaining = k - (total >> 16);  // ties to take, in index order
-  int slot = (before >> 16) + min(before & 0xFFFF, remaining), tie = before & 0xFFFF;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    if (key[j] > T) {
-      dst[slot++] = map.id(row, first + j);
-    } else if (key[j] == T && first + j < n) {
-      if (tie < remaining) dst[slot++] = map.id(row, first + j);
-      ++tie;
-    }
-  }
+  select_row<kBits, kPer>(key, row, n, k, first, map, dst, sm);
 }
 
 }  // namespace dsa::gpu

@@ -1,4 +1,5 @@
 #include "gpu/common/check.cuh"
+#include "gpu/common/mbarrier.cuh"
 #include "gpu/topk/radix_topk.cuh"
 #include "gpu/topk/select_topk.cuh"
 #include "gpu/topk/topk.cuh"
@@ -76,6 +77,61 @@ struct BlockKeyRows {
   }
 };
 
+// Level one over rows that fit the registers (kPer keys a thread), one persistent block an SM:
+// while the block selects one row from its registers, a bulk copy brings its next row into shared
+// memory (128 KB), so the HBM reads of a row overlap the passes over the previous one (one block
+// of 128-register threads fills an SM: without the copy, nothing would hide the load).
+constexpr int kBulkChunk = 16384;  // bytes per bulk copy
+
+template <int kPer>
+__global__ void __launch_bounds__(kSelectThreads, 1) block_topk_stream_kernel(BlockKeyRows src, int nrows,
+                                                                               int32_t* out) {
+  extern __shared__ __align__(128) unsigned char stream_smem[];
+  float* buf = reinterpret_cast<float*>(stream_smem);  // kPer * 512 keys
+  __shared__ SelectSmem sm;
+  __shared__ uint64_t bar;
+  // Thread 0 starts the copy of row r when r will be selected from keys (more than 2048 blocks).
+  auto fetch = [&](int r) {
+    if (r >= nrows) return;
+    const int n = src.len(r);
+    if (n <= kTopkBlocks) return;
+    const unsigned bytes = unsigned(n + 3) / 4 * 16;
+    const char* from = reinterpret_cast<const char*>(src.data + int64_t(r) * src.ld);
+    mbar_expect(&bar, bytes);
+    for (unsigned off = 0; off < bytes; off += kBulkChunk)
+      bulk_copy(reinterpret_cast<char*>(buf) + off, from + off, min(unsigned(kBulkChunk), bytes - off), &bar);
+  };
+  if (threadIdx.x == 0) {
+    mbar_init(&bar, 1);
+    fetch(blockIdx.x);
+  }
+  __syncthreads();
+  unsigned parity = 0;
+  const int first = threadIdx.x * kPer;
+  for (int row = blockIdx.x; row < nrows; row += gridDim.x) {
+    const int n = src.len(row);
+    int32_t* dst = out + int64_t(row) * kTopkBlocks;
+    if (n <= kTopkBlocks) {  // no copy was started for this row: the buffer is free
+      if (threadIdx.x == 0) fetch(row + gridDim.x);
+      take_all<kSelectThreads>(Identity{}, row, n, kTopkBlocks, kBlockPad, dst);
+      continue;
+    }
+    mbar_wait(&bar, parity);
+    parity ^= 1;
+    uint32_t key[kPer];
+#pragma unroll
+    for (int q = 0; q < kPer / 4; ++q) {
+      const float4 v = reinterpret_cast<const float4*>(buf + first)[q];
+      const float f[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) key[4 * q + e] = first + 4 * q + e < n ? order_f32(f[e]) : 0u;
+    }
+    __syncthreads();  // every thread holds its keys: the buffer takes the next row
+    if (threadIdx.x == 0) fetch(row + gridDim.x);
+    select_row<32, kPer>(key, row, n, kTopkBlocks, first, Identity{}, dst, sm);
+  }
+}
+
 struct MaskRows {
   const float* dense;
   int64_t ld;
@@ -102,17 +158,6 @@ struct MaskRows {
 #pragma unroll
       for (int e = 0; e < 8; ++e) key[8 * g + e] = c0 + e < n ? order_f32(v[e]) : 0u;
     }
-  }
-};
-
-struct Identity {
-  __device__ int32_t id(int, int i) const { return i; }
-};
-
-struct PageTransform {
-  const int32_t* blocks;
-  __device__ int32_t id(int row, int c) const {
-    return blocks[int64_t(row) * kTopkBlocks + c / kBlockSize] * kBlockSize + c % kBlockSize;
   }
 };
 
@@ -150,9 +195,15 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
   if (nrows == 0) return;
   constexpr int kPer = 64;  // block keys per thread: rows of up to 32768 blocks (262144 positions)
   if ((int64_t(max_len) + 7) / 8 <= int64_t(kPer) * kSelectThreads) {
-    select_topk_kernel<32, kPer><<<nrows, kSelectThreads>>>(BlockKeyRows{keys, ld, len}, Identity{}, kTopkBlocks,
-                                                            kBlockPad, blocks);
-    DSA_LAUNCH_CHECK("select_topk_kernel<blocks>");
+    constexpr int kBuffer = kPer * kSelectThreads * int(sizeof(float));
+    int device = 0, sms = 0;
+    DSA_CUDA_CHECK(cudaGetDevice(&device));
+    DSA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    DSA_CUDA_CHECK(cudaFuncSetAttribute(block_topk_stream_kernel<kPer>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        kBuffer));
+    block_topk_stream_kernel<kPer><<<std::min(nrows, sms), kSelectThreads, kBuffer>>>(BlockKeyRows{keys, ld, len},
+                                                                                      nrows, blocks);
+    DSA_LAUNCH_CHECK("block_topk_stream_kernel");
   } else {
     radix_topk_kernel<32><<<nrows, kTopkThreads>>>(BlockKeyRows{keys, ld, len}, Identity{}, kTopkBlocks,
                                                     kBlockPad, blocks);

@@ -1,0 +1,107 @@
+// gpu/topk: the level-one block top-2048 (launch_block_topk) against the reference's top-k with
+// its tie rule, on rows built to reach every branch of the register-resident radix select: ties
+// across the whole row, a cut inside the last digit, a bin that holds exactly the keys still
+// needed, infinities, signed zeros, subnormals, rows at and around k and up to 32768 blocks.
+// More rows than SMs, so the persistent kernel prefetches rows of every kind behind each other.
+// ctest -L gpu; exits 77 without a GPU.
+#if DSA_HAVE_CUDA
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/constants.hpp"
+#include "gpu/common/device_buffer.cuh"
+#include "gpu/topk/topk.cuh"
+#include "reference/selection.hpp"
+#include "tests/catch.hpp"
+
+using namespace dsa;
+
+namespace {
+
+struct KeyRow {
+  std::string name;
+  std::vector<float> keys;  // one per block
+};
+
+std::vector<KeyRow> key_rows() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(4.f, 1.f);
+  const float inf = std::numeric_limits<float>::infinity();
+  auto make = [&](const std::string& name, int n, auto value) {
+    KeyRow r{name, std::vector<float>(size_t(n))};
+    for (int i = 0; i < n; ++i) r.keys[size_t(i)] = value(i);
+    return r;
+  };
+  std::vector<KeyRow> rows;
+  rows.push_back(make("normal, 32768 blocks", 32768, [&](int) { return normal(rng); }));
+  rows.push_back(make("normal, newest +inf", 20001, [&](int i) { return i == 20000 ? inf : normal(rng); }));
+  rows.push_back(make("all equal", 32768, [](int) { return 1.5f; }));
+  rows.push_back(make("three values", 30000, [](int i) { return float(i % 3); }));
+  // One ulp apart: every key shares the first two digits, the cut is in the last.
+  rows.push_back(make("consecutive ulps", 32768, [](int i) { return std::nextafter(1.f, 2.f) + float(i % 977) * 1.1920929e-7f; }));
+  // 2048 keys of 2.0 over 1.0: the first digit's bin holds exactly the keys needed.
+  rows.push_back(make("exact bin", 32768, [](int i) { return i % 16 == 3 ? 2.f : 1.f; }));
+  // 2047 large keys and ties below: the cut falls on the ties, taken in index order.
+  rows.push_back(make("ties at the cut", 32768, [](int i) { return i % 16 == 5 && i < 32752 ? 8.f : 0.5f; }));
+  rows.push_back(make("k + 1 blocks", kTopkBlocks + 1, [&](int) { return normal(rng); }));
+  rows.push_back(make("k blocks", kTopkBlocks, [&](int) { return normal(rng); }));
+  rows.push_back(make("k - 1 blocks", kTopkBlocks - 1, [&](int) { return normal(rng); }));
+  rows.push_back(make("ragged, 4097 blocks", 4097, [&](int) { return std::floor(normal(rng) * 4.f); }));
+  rows.push_back(make("signed zeros, subnormals, -inf", 32768, [&](int i) {
+    switch (i % 5) {
+      case 0: return -0.f;
+      case 1: return 0.f;
+      case 2: return 1e-40f * float(i % 7);
+      case 3: return -inf;
+      default: return -1e-40f;
+    }
+  }));
+  rows.push_back(make("negative", 25000, [&](int) { return -std::fabs(normal(rng)); }));
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("block top-2048 equals the reference's top-k, ties by smaller block id") {
+  // The rows repeated in rotating order, more rows than an H200 has SMs: the persistent kernel's
+  // blocks take several rows each, short and long ones mixed, while the next row's copy runs.
+  const std::vector<KeyRow> kinds = key_rows();
+  std::vector<KeyRow> rows;
+  for (int rep = 0; rep < 23; ++rep)
+    for (size_t i = 0; i < kinds.size(); ++i) rows.push_back(kinds[(i * 5 + size_t(rep)) % kinds.size()]);
+  const int nrows = int(rows.size());
+  int max_blocks = 0;
+  for (const KeyRow& r : rows) max_blocks = std::max(max_blocks, int(r.keys.size()));
+  const int64_t ld = (max_blocks + 3) / 4 * 4;
+  std::vector<float> keys(size_t(nrows * ld), 0.f);
+  std::vector<int32_t> len(static_cast<size_t>(nrows));
+  for (int r = 0; r < nrows; ++r) {
+    const std::vector<float>& k = rows[size_t(r)].keys;
+    std::copy(k.begin(), k.end(), keys.begin() + r * ld);
+    len[size_t(r)] = int32_t(k.size()) * kBlockSize - (r % kBlockSize);  // ragged newest block
+  }
+  gpu::DeviceBuffer<float> d_keys;
+  gpu::DeviceBuffer<int32_t> d_len, d_blocks(size_t(nrows) * kTopkBlocks);
+  d_keys.upload(keys);
+  d_len.upload(len);
+  gpu::launch_block_topk(d_keys.get(), ld, d_len.get(), nrows, max_blocks * kBlockSize, d_blocks.get());
+  const std::vector<int32_t> got = d_blocks.to_host(size_t(nrows) * kTopkBlocks);
+  for (int r = 0; r < nrows; ++r) {
+    const std::vector<float>& k = rows[size_t(r)].keys;
+    const std::vector<int32_t> want = ref::topk_ids(k.data(), nullptr, int64_t(k.size()), kTopkBlocks);
+    INFO("row " << r << " (" << rows[size_t(r)].name << ", " << k.size() << " blocks)");
+    for (int j = 0; j < kTopkBlocks; ++j) {
+      const int32_t w = j < int(want.size()) ? want[size_t(j)] : kBlockPad;
+      const int32_t g = got[size_t(r) * kTopkBlocks + j];
+      if (g != w) {
+        INFO("first mismatch at column " << j << ": got block " << g << ", want " << w);
+        REQUIRE(g == w);
+      }
+    }
+  }
+}
+#endif
