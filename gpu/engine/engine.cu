@@ -314,6 +314,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (!tail_sel_.empty()) tail_rows_.upload(tail_sel_);
   blocks_.resize(n1 * kTopkBlocks);
   topk_list_.resize(size_t(std::max(nsel, 1)));
+  level_kth_.resize(size_t(std::max(nsel, 1)));
 
   // Keys: 8 spare columns (a partial last tile may read, and discard, past the last request).
   // Columns the key prep never writes (the spares, gaps between requests) are zeroed once per
@@ -364,7 +365,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
   for (const Layer& l : batch.layers) {
     LayerSlot& slot = slots_[l.id];
-    slot.picks.resize((n1 + 1) * size_t(batch.topk));
+    slot.picks.resize(n1 * size_t(batch.topk));
     slot.row_split.resize(s1);
     slot.row_wgmma.resize(s1);
   }
@@ -548,7 +549,7 @@ void GpuEngine::own_topk(const Batch& batch, const Layer& layer) {
   DeviceBuffer<int32_t>& picks = slots_[layer.id].picks;
   auto launch = [&] {
     if (via_blocks)
-      launch_own_topk(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, keys_.get(), ld_keys_, blocks_.get(),
+      launch_own_topk(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, level_kth_.get(), blocks_.get(),
                       valid_len_.get(), picks.get(), topk_list_.get());
     else
       launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks.get());
@@ -593,7 +594,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
        [&] { launch_block_amax(dense_.get(), ld_dense_, sel_len_.get(), nsel, max_len_, keys_.get(), ld_keys_); });
 
   poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
-  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get());
+  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth_.get());
   // The tail table: the published rows of the tail rows, after the selected rows' (one table).
   if (ntail > 0) gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, blocks_.get() + int64_t(nsel) * kTopkBlocks);
   if (checks_)
@@ -601,7 +602,9 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
                                    nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
                   "block_topk");
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4,
-       [&] { launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get()); });
+       [&] {
+         launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth_.get());
+       });
   published_ = true;
   own_topk(batch, source);
 }
@@ -617,12 +620,10 @@ void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
   };
   auto block_topk = [&](const Chunk& c) {
     launch_block_topk(keys_.get(), ld_keys_, sel_len_.get() + c.first, c.count, max_len_,
-                      blocks_.get() + int64_t(c.first) * kTopkBlocks);
+                      blocks_.get() + int64_t(c.first) * kTopkBlocks, level_kth_.get() + c.first);
   };
-  // The own top-k's fallback writes padding into the output row after the chunk's (its spare
-  // row): the next chunk's row, rewritten when that chunk runs, or picks' spare row.
   auto own = [&](const Chunk& c) {
-    launch_own_topk(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, k, keys_.get(), ld_keys_,
+    launch_own_topk(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, k, level_kth_.get() + c.first,
                     blocks_.get() + int64_t(c.first) * kTopkBlocks, valid_len_.get() + c.first,
                     slot.picks.get() + int64_t(c.first) * k, topk_list_.get() + c.first);
   };

@@ -83,7 +83,7 @@ class GpuEngine : public Implementation {
     // plan above was built from (empty where the layer has no such plan). replay() checks them.
     DeviceBuffer<int32_t> row_split, row_wgmma;
     std::vector<int32_t> plan_split, plan_wgmma;
-    // [table rows][k]: own top-k (source, plain; one spare row for launch_own_topk), or the
+    // [table rows][k]: own top-k (source, plain), or the
     // consumer's picks on the full table then on the tail table.
     DeviceBuffer<int32_t> picks;
   };
@@ -186,6 +186,7 @@ class GpuEngine : public Implementation {
   DeviceBuffer<float> dense_, keys_;
   DeviceBuffer<uint16_t> sparse_;
   DeviceBuffer<int32_t> topk_list_;  // launch_own_topk's row list
+  DeviceBuffer<uint32_t> level_kth_;  // level one's 2048-th block key of each selected row
   bool published_ = false, own_via_blocks_ = false;
   std::string dense_notes_;
 };

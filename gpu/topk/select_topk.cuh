@@ -18,9 +18,12 @@
 // shared memory while the passes run.
 #include <cub/block/block_scan.cuh>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "gpu/common/check.cuh"
+#include "gpu/common/mbarrier.cuh"
 #include "gpu/topk/id_maps.cuh"
 #include "gpu/topk/radix_topk.cuh"
 
@@ -120,13 +123,39 @@ struct SelectSmem {
   alignas(16) int hist[kSelectBins];
   alignas(16) int32_t table[kTopkBlocks];  // a staged map's table
   SelectState state;
+  uint32_t warp_min[kSelectThreads / 32];
 };
+
+// What a selection reports besides its picks: the k-th largest key of each row it selected
+// (kUsed), through picked(row, kth) on thread 0, and took_all(row) on thread 0 for a row of at
+// most k keys. NoKth reports nothing.
+struct NoKth {
+  static constexpr bool kUsed = false;
+  __device__ void picked(int, uint32_t) const {}
+  __device__ void took_all(int) const {}
+};
+
+// The k-th largest key of a selected row: T itself, unless the search stopped on an exact bin
+// (then T is one below that bin and the k-th key is the smallest key above T).
+template <int kPer>
+__device__ __forceinline__ uint32_t kth_key(const uint32_t (&key)[kPer], uint32_t T, bool exact, SelectSmem& sm) {
+  if (!exact) return T;
+  uint32_t m = 0xFFFFFFFFu;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) m = min(m, key[j] > T ? key[j] : 0xFFFFFFFFu);
+  m = __reduce_min_sync(0xFFFFFFFFu, m);
+  if ((threadIdx.x & 31) == 0) sm.warp_min[threadIdx.x >> 5] = m;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kSelectThreads / 32; ++w) m = min(m, sm.warp_min[w]);
+  return m;
+}
 
 // The top-k of one row whose keys (ordered integers, 0 past n) sit in the block's registers,
 // thread t holding columns first = kPer t ...; n > k. Ids go to dst in column order.
-template <int kBits, int kPer, class Map>
+template <int kBits, int kPer, class Map, class Kth>
 __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row, int n, int k, int first,
-                                           const Map& map, int32_t* dst, SelectSmem& sm) {
+                                           const Map& map, const Kth& kth, int32_t* dst, SelectSmem& sm) {
   static_assert(kBits > kDigitBits && kBits <= 3 * kDigitBits && kPer <= 64, "two or three passes, 64 keys a thread");
   using Scan = cub::BlockScan<int, kSelectThreads>;
   using Mask = std::conditional_t<(kPer > 32), uint64_t, uint32_t>;
@@ -143,6 +172,10 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
     }
   }
   const uint32_t T = exact ? s.prefix - 1 : s.prefix;
+  if constexpr (Kth::kUsed) {
+    const uint32_t kth_value = kth_key(key, T, exact, sm);
+    if (threadIdx.x == 0) kth.picked(row, kth_value);
+  }
   // Placement: bit j of `greater` / `tie` says key j is > T / == T (ties only below n).
   const int valid = min(max(n - first, 0), kPer);
   Mask greater = 0, tie = 0;
@@ -170,21 +203,92 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
 }
 
 // Src: int len(int row) const; void load(int row, int first, int n, uint32_t (&key)[kPer]) const
-// (keys of indices first.., 0 from n on); Map: id_maps.cuh. Rows of 32 keys a thread run two
-// blocks an SM (64 registers), so one row's loads overlap the other's passes.
-template <int kBits, int kPer, class Src, class Map>
-__global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1) select_topk_kernel(Src src, Map map, int k,
-                                                                                          int32_t pad, int32_t* out) {
+// (keys of indices first.., 0 from n on); Map: id_maps.cuh; Kth: NoKth or another report. Rows of
+// 32 keys a thread run two blocks an SM (64 registers), so one row's loads overlap the other's
+// passes.
+template <int kBits, int kPer, class Src, class Map, class Kth = NoKth>
+__global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1)
+    select_topk_kernel(Src src, Map map, int k, int32_t pad, int32_t* out, Kth kth = Kth{}) {
   __shared__ SelectSmem sm;
   const int row = blockIdx.x;
   const int n = src.len(row);
   int32_t* dst = out + int64_t(row) * k;
-  if (n <= k) return take_all<kSelectThreads>(map, row, n, k, pad, dst);
+  if (n <= k) {
+    if (threadIdx.x == 0) kth.took_all(row);
+    return take_all<kSelectThreads>(map, row, n, k, pad, dst);
+  }
   map.stage(row, sm.table);
   const int first = threadIdx.x * kPer;
   uint32_t key[kPer];
   src.load(row, first, n, key);
-  select_row<kBits, kPer>(key, row, n, k, first, map, dst, sm);
+  select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm);
+}
+
+// Rows stored contiguously, one persistent block per SM slot: while the block selects one row
+// from its registers, a bulk copy (cp.async.bulk + mbarrier) brings its next row into shared
+// memory, so a row's HBM read overlaps the passes over the previous one (the loads of a plain
+// launch stall every warp of a block at once, and one or two blocks an SM do not hide that).
+// Src, besides len(): const void* row_data(int row); unsigned row_bytes(int n) (a multiple of 16,
+// at most kBufferBytes); void keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer])
+// (keys of columns first.. from the copied row, 0 from n on); static kBufferBytes.
+constexpr unsigned kBulkChunk = 16384;  // bytes per bulk copy
+
+template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth>
+__global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
+    select_topk_stream_kernel(Src src, Map map, Kth kth, int nrows, int k, int32_t pad, int32_t* out) {
+  extern __shared__ __align__(128) unsigned char stream_buffer[];
+  __shared__ SelectSmem sm;
+  __shared__ uint64_t bar;
+  // Thread 0 starts the copy of row r when r will be selected from keys (more than k of them).
+  auto fetch = [&](int r) {
+    if (r >= nrows) return;
+    const int n = src.len(r);
+    if (n <= k) return;
+    const unsigned bytes = src.row_bytes(n);
+    const char* from = static_cast<const char*>(src.row_data(r));
+    mbar_expect(&bar, bytes);
+    for (unsigned off = 0; off < bytes; off += kBulkChunk)
+      bulk_copy(stream_buffer + off, from + off, min(kBulkChunk, bytes - off), &bar);
+  };
+  if (threadIdx.x == 0) {
+    mbar_init(&bar, 1);
+    fetch(blockIdx.x);
+  }
+  __syncthreads();
+  unsigned parity = 0;
+  const int first = threadIdx.x * kPer;
+  for (int row = blockIdx.x; row < nrows; row += gridDim.x) {
+    const int n = src.len(row);
+    int32_t* dst = out + int64_t(row) * k;
+    if (n <= k) {  // no copy was started for this row: the buffer is free
+      if (threadIdx.x == 0) {
+        fetch(row + gridDim.x);
+        kth.took_all(row);
+      }
+      take_all<kSelectThreads>(map, row, n, k, pad, dst);
+      continue;
+    }
+    mbar_wait(&bar, parity);
+    parity ^= 1;
+    uint32_t key[kPer];
+    src.keys_from(stream_buffer, first, n, key);
+    __syncthreads();  // every thread holds its keys and is done with the last row's table
+    if (threadIdx.x == 0) fetch(row + gridDim.x);
+    map.stage(row, sm.table);
+    select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm);
+  }
+}
+
+// kMinBlocks blocks an SM, each with Src::kBufferBytes of dynamic shared memory for the row copy.
+template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth = NoKth>
+void launch_select_stream(const Src& src, const Map& map, int nrows, int k, int32_t pad, int32_t* out,
+                          const Kth& kth = Kth{}) {
+  auto kernel = select_topk_stream_kernel<kBits, kPer, kMinBlocks, Src, Map, Kth>;
+  int device = 0, sms = 0;
+  DSA_CUDA_CHECK(cudaGetDevice(&device));
+  DSA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  DSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Src::kBufferBytes));
+  kernel<<<std::min(nrows, kMinBlocks * sms), kSelectThreads, Src::kBufferBytes>>>(src, map, kth, nrows, k, pad, out);
 }
 
 }  // namespace dsa::gpu

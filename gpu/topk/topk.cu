@@ -1,5 +1,4 @@
 #include "gpu/common/check.cuh"
-#include "gpu/common/mbarrier.cuh"
 #include "gpu/topk/radix_topk.cuh"
 #include "gpu/topk/select_topk.cuh"
 #include "gpu/topk/topk.cuh"
@@ -16,8 +15,8 @@ struct DenseRows {
   __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
 };
 
-// Rows picked by a list: table row i is dense row rows[i], or no row when rows[i] == nrows (length
-// 0: its block writes padding into the spare output row nrows and exits).
+// Rows picked by a list: table row i is dense row rows[i], or no row when rows[i] == nrows (its
+// block writes nothing: radix_topk_kernel's no_row).
 struct DenseRowsListed {
   const float* data;
   int64_t ld;
@@ -28,109 +27,63 @@ struct DenseRowsListed {
   __device__ uint32_t key(int i, int c) const { return order_f32(data[int64_t(rows[i]) * ld + c]); }
 };
 
-// One warp per row: is the top-k over the published candidates the row's top-k? list[row] = row
-// where it may not be, nrows (no row) where it is. Every entry is written, so the list needs no
-// clearing and no count: the full-row pass runs over a fixed grid.
-__global__ void own_topk_check_kernel(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
-                                      const float* keys, int64_t ld_keys, const int32_t* blocks,
-                                      const int32_t* picks, int32_t* list) {
-  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
-  if (row >= nrows) return;
-  const int L = len[row];
-  bool full = false;
-  if (L > k && (L + 7) / 8 > kTopkBlocks) {  // else all positions, or every block published
-    uint32_t kth = 0xFFFFFFFFu, key_min = 0xFFFFFFFFu;
-    for (int j = lane; j < k; j += 32)
-      kth = min(kth, order_f32(dense[int64_t(row) * ld + picks[int64_t(row) * k + j]]));
-    for (int j = lane; j < kTopkBlocks; j += 32)
-      key_min = min(key_min, order_f32(keys[int64_t(row) * ld_keys + blocks[int64_t(row) * kTopkBlocks + j]]));
-    for (int o = 16; o > 0; o >>= 1) {
-      kth = min(kth, __shfl_xor_sync(0xFFFFFFFFu, kth, o));
-      key_min = min(key_min, __shfl_xor_sync(0xFFFFFFFFu, key_min, o));
-    }
-    full = !(kth > key_min);
+// Level one's report: the k-th largest block key of each row it selected (the smallest key of
+// the published blocks), for the own top-k's check.
+struct StoreKth {
+  static constexpr bool kUsed = true;
+  uint32_t* out;
+  __device__ void picked(int row, uint32_t kth) const { out[row] = kth; }
+  __device__ void took_all(int row) const { out[row] = 0u; }  // every block published: never read
+};
+
+// The own top-k's check, on the k-th largest candidate key: the top-k over the published
+// candidates is the row's top-k when that key beats the smallest published block key (every
+// unpublished position scores at most its block's key, which is at most that one) or every block
+// is published. list[row] = row where it may not be (the full-row pass takes it), nrows where it
+// is: every entry is written, so the list needs no clearing and no count.
+struct OwnCheck {
+  static constexpr bool kUsed = true;
+  const int32_t* L;
+  const uint32_t* level_kth;
+  int32_t* list;
+  int nrows;
+  __device__ void picked(int row, uint32_t kth) const {
+    const bool full = (L[row] + 7) / 8 > kTopkBlocks && !(kth > level_kth[row]);
+    list[row] = full ? row : nrows;
   }
-  if (lane == 0) list[row] = full ? row : nrows;
+  __device__ void took_all(int row) const { list[row] = nrows; }
+};
+
+// Level one's report where the radix kernel selected (rows past the registers): unknown, so the
+// own top-k's check sends those rows to the full pass.
+__global__ void unknown_kth_kernel(uint32_t* kth, int nrows) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < nrows) kth[row] = 0xFFFFFFFFu;
 }
 
 struct BlockKeyRows {
+  static constexpr int kPer = 64;  // block keys a thread: rows of up to 32768 blocks (262144 positions)
+  static constexpr int kBufferBytes = kPer * kSelectThreads * int(sizeof(float));
   const float* data;
   int64_t ld;
   const int32_t* L;
   __device__ int len(int row) const { return (L[row] + 7) / 8; }
-  __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
-  // kPer keys from first (a multiple of kPer): 16-byte loads when all are valid (ld % 4 == 0).
-  template <int kPer>
-  __device__ void load(int row, int first, int n, uint32_t (&key)[kPer]) const {
-    const float* p = data + int64_t(row) * ld + first;
-    if (first + kPer <= n) {
-#pragma unroll
-      for (int q = 0; q < kPer / 4; ++q) {
-        const float4 v = reinterpret_cast<const float4*>(p)[q];
-        key[4 * q] = order_f32(v.x), key[4 * q + 1] = order_f32(v.y);
-        key[4 * q + 2] = order_f32(v.z), key[4 * q + 3] = order_f32(v.w);
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) key[j] = first + j < n ? order_f32(p[j]) : 0u;
-    }
-  }
-};
-
-// Level one over rows that fit the registers (kPer keys a thread), one persistent block an SM:
-// while the block selects one row from its registers, a bulk copy brings its next row into shared
-// memory (128 KB), so the HBM reads of a row overlap the passes over the previous one (one block
-// of 128-register threads fills an SM: without the copy, nothing would hide the load).
-constexpr int kBulkChunk = 16384;  // bytes per bulk copy
-
-template <int kPer>
-__global__ void __launch_bounds__(kSelectThreads, 1) block_topk_stream_kernel(BlockKeyRows src, int nrows,
-                                                                               int32_t* out) {
-  extern __shared__ __align__(128) unsigned char stream_smem[];
-  float* buf = reinterpret_cast<float*>(stream_smem);  // kPer * 512 keys
-  __shared__ SelectSmem sm;
-  __shared__ uint64_t bar;
-  // Thread 0 starts the copy of row r when r will be selected from keys (more than 2048 blocks).
-  auto fetch = [&](int r) {
-    if (r >= nrows) return;
-    const int n = src.len(r);
-    if (n <= kTopkBlocks) return;
-    const unsigned bytes = unsigned(n + 3) / 4 * 16;
-    const char* from = reinterpret_cast<const char*>(src.data + int64_t(r) * src.ld);
-    mbar_expect(&bar, bytes);
-    for (unsigned off = 0; off < bytes; off += kBulkChunk)
-      bulk_copy(reinterpret_cast<char*>(buf) + off, from + off, min(unsigned(kBulkChunk), bytes - off), &bar);
-  };
-  if (threadIdx.x == 0) {
-    mbar_init(&bar, 1);
-    fetch(blockIdx.x);
-  }
-  __syncthreads();
-  unsigned parity = 0;
-  const int first = threadIdx.x * kPer;
-  for (int row = blockIdx.x; row < nrows; row += gridDim.x) {
-    const int n = src.len(row);
-    int32_t* dst = out + int64_t(row) * kTopkBlocks;
-    if (n <= kTopkBlocks) {  // no copy was started for this row: the buffer is free
-      if (threadIdx.x == 0) fetch(row + gridDim.x);
-      take_all<kSelectThreads>(Identity{}, row, n, kTopkBlocks, kBlockPad, dst);
-      continue;
-    }
-    mbar_wait(&bar, parity);
-    parity ^= 1;
-    uint32_t key[kPer];
+  // The stream kernel's contiguous row: n keys from data + row * ld (ld % 4 == 0, so the bytes
+  // rounded up to 16 stay inside the row).
+  __device__ const void* row_data(int row) const { return data + int64_t(row) * ld; }
+  __device__ unsigned row_bytes(int n) const { return unsigned(n + 3) / 4 * 16; }
+  __device__ void keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer]) const {
+    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(buf) + first);
 #pragma unroll
     for (int q = 0; q < kPer / 4; ++q) {
-      const float4 v = reinterpret_cast<const float4*>(buf + first)[q];
+      const float4 v = p[q];
       const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int e = 0; e < 4; ++e) key[4 * q + e] = first + 4 * q + e < n ? order_f32(f[e]) : 0u;
     }
-    __syncthreads();  // every thread holds its keys: the buffer takes the next row
-    if (threadIdx.x == 0) fetch(row + gridDim.x);
-    select_row<32, kPer>(key, row, n, kTopkBlocks, first, Identity{}, dst, sm);
   }
-}
+  __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
+};
 
 struct MaskRows {
   const float* dense;
@@ -169,17 +122,19 @@ void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int n
   DSA_LAUNCH_CHECK("radix_topk_kernel<dense>");
 }
 
-void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
-                     int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
+void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
+                     const uint32_t* level_kth, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
                      int32_t* list) {
   if (nrows == 0) return;
-  launch_topk_mask(dense, ld, nullptr, blocks, valid_len, nrows, k, out);
-  own_topk_check_kernel<<<(nrows + 7) / 8, 256>>>(dense, ld, len, nrows, k, keys, ld_keys, blocks, out, list);
-  DSA_LAUNCH_CHECK("own_topk_check_kernel");
-  // Every row gets a block; those the check passed exit at once (length 0). No count comes back
-  // to the host, so the step has no synchronisation here and can be captured in a graph.
+  static_assert(kCandidateWidth == 32 * kSelectThreads, "one row of candidates fills the block's registers");
+  select_topk_kernel<32, 32><<<nrows, kSelectThreads>>>(MaskRows{dense, ld, nullptr, blocks, valid_len},
+                                                        PageTransform{blocks}, k, -1, out,
+                                                        OwnCheck{len, level_kth, list, nrows});
+  DSA_LAUNCH_CHECK("select_topk_kernel<own>");
+  // Every row gets a block; those the check passed exit at once and write nothing. No count comes
+  // back to the host, so the step has no synchronisation here and can be captured in a graph.
   radix_topk_kernel<32><<<nrows, kTopkThreads>>>(DenseRowsListed{dense, ld, len, list, nrows}, Identity{}, k, -1,
-                                                  out, list);
+                                                  out, list, nrows);
   DSA_LAUNCH_CHECK("radix_topk_kernel<dense rows>");
 }
 
@@ -191,20 +146,21 @@ int own_topk_full_rows(const std::vector<int32_t>& list) {
 }
 
 void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
-                       int32_t* blocks) {
+                       int32_t* blocks, uint32_t* kth) {
   if (nrows == 0) return;
-  constexpr int kPer = 64;  // block keys per thread: rows of up to 32768 blocks (262144 positions)
-  if ((int64_t(max_len) + 7) / 8 <= int64_t(kPer) * kSelectThreads) {
-    constexpr int kBuffer = kPer * kSelectThreads * int(sizeof(float));
-    int device = 0, sms = 0;
-    DSA_CUDA_CHECK(cudaGetDevice(&device));
-    DSA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    DSA_CUDA_CHECK(cudaFuncSetAttribute(block_topk_stream_kernel<kPer>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        kBuffer));
-    block_topk_stream_kernel<kPer><<<std::min(nrows, sms), kSelectThreads, kBuffer>>>(BlockKeyRows{keys, ld, len},
-                                                                                      nrows, blocks);
-    DSA_LAUNCH_CHECK("block_topk_stream_kernel");
+  if ((int64_t(max_len) + 7) / 8 <= int64_t(BlockKeyRows::kPer) * kSelectThreads) {
+    const BlockKeyRows src{keys, ld, len};
+    if (kth)
+      launch_select_stream<32, BlockKeyRows::kPer, 1>(src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks,
+                                                      StoreKth{kth});
+    else
+      launch_select_stream<32, BlockKeyRows::kPer, 1>(src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks);
+    DSA_LAUNCH_CHECK("select_topk_stream_kernel<blocks>");
   } else {
+    if (kth) {
+      unknown_kth_kernel<<<(nrows + 255) / 256, 256>>>(kth, nrows);
+      DSA_LAUNCH_CHECK("unknown_kth_kernel");
+    }
     radix_topk_kernel<32><<<nrows, kTopkThreads>>>(BlockKeyRows{keys, ld, len}, Identity{}, kTopkBlocks,
                                                     kBlockPad, blocks);
     DSA_LAUNCH_CHECK("radix_topk_kernel<blocks>");

@@ -13,8 +13,10 @@ void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int n
 // keys [nrows][ld] (ceil(L/8) per row) -> blocks [nrows][2048] ascending, INT32_MAX padding.
 // max_len: the longest row (rows of up to 262144 positions take the register-resident kernel).
 // valid_len follows from L alone (docs/semantics.md, level one): the engine computes it on the host.
+// kth (optional, [nrows]): each row's 2048-th largest block key as an ordered integer (order_f32),
+// for launch_own_topk; 0xFFFFFFFF (unknown) for rows longer than 262144 positions.
 void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
-                       int32_t* blocks);
+                       int32_t* blocks, uint32_t* kth = nullptr);
 
 // Mask path, level two: candidate column c < valid_len[i] of table row i has position
 // blocks[i][c/8]*8 + c%8, ranked by dense[dense_row[i]][position]; out [nrows][k] positions
@@ -22,15 +24,15 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
 void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, const int32_t* blocks,
                       const int32_t* valid_len, int nrows, int k, int32_t* out);
 
-// The source's own top-k through level one (needs the published table): the top-k over the
-// published candidate columns is the top-k of the whole row whenever its k-th score beats the
-// smallest published block key (every unpublished position scores at most that key) or every
-// block is published; the other rows (heavy ties) take the full-row pass. Same output as
-// launch_topk_dense, but `out` holds nrows + 1 rows (the last is scratch). `list` holds nrows ints:
-// afterwards list[i] = i for the rows that took the full pass, nrows for the others. Three
-// launches, no host synchronisation.
-void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, const float* keys,
-                     int64_t ld_keys, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
+// The source's own top-k through level one (needs the published table and level one's kth): the
+// top-k over the published candidate columns is the top-k of the whole row whenever its k-th score
+// beats the smallest published block key (every unpublished position scores at most that key) or
+// every block is published; the selection checks that itself, and the other rows (heavy ties)
+// take the full-row pass. Same output as launch_topk_dense. `list` holds nrows ints: afterwards
+// list[i] = i for the rows that took the full pass, nrows for the others. Two launches, no host
+// synchronisation.
+void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
+                     const uint32_t* level_kth, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
                      int32_t* list);
 // How many rows took the full pass, from launch_own_topk's list (copied to the host).
 int own_topk_full_rows(const std::vector<int32_t>& list);

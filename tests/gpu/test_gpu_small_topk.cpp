@@ -1,7 +1,8 @@
 // gpu/small_topk: the sparse path's top-512 over bf16 candidate scores, with the page transform,
 // against the reference's bf16 top-k on rows built for the radix select's branches: ties across
 // the row, +0 against -0, a cut inside the last digit, a bin that holds exactly the keys still
-// needed, short rows. ctest -L gpu; exits 77 without a GPU.
+// needed, short rows; more rows than the persistent kernel has blocks. ctest -L gpu; exits 77
+// without a GPU.
 #if DSA_HAVE_CUDA
 #include <cstdint>
 #include <random>
@@ -37,13 +38,18 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
       {"k - 3", k - 3, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(d(g)); }},
       {"ragged", 12345, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(float(int(d(g)))); }},
   };
-  const int nrows = int(cases.size());
+  // The cases repeated in rotating order, more rows than two blocks an SM on an H200 take: the
+  // persistent kernel copies rows of every kind behind each other.
+  std::vector<const Case*> row_case;
+  for (int rep = 0; rep < 37; ++rep)
+    for (size_t i = 0; i < cases.size(); ++i) row_case.push_back(&cases[(i * 3 + size_t(rep)) % cases.size()]);
+  const int nrows = int(row_case.size());
   std::vector<uint16_t> scores(size_t(nrows) * kCandidateWidth, 0);
   std::vector<int32_t> blocks(static_cast<size_t>(nrows) * kTopkBlocks), valid(static_cast<size_t>(nrows));
   for (int r = 0; r < nrows; ++r) {
-    valid[size_t(r)] = cases[size_t(r)].valid;
-    for (int c = 0; c < cases[size_t(r)].valid; ++c)
-      scores[size_t(r) * kCandidateWidth + c] = cases[size_t(r)].value(c, rng, normal);
+    valid[size_t(r)] = row_case[size_t(r)]->valid;
+    for (int c = 0; c < valid[size_t(r)]; ++c)
+      scores[size_t(r) * kCandidateWidth + c] = row_case[size_t(r)]->value(c, rng, normal);
     for (int b = 0; b < kTopkBlocks; ++b) blocks[size_t(r) * kTopkBlocks + b] = 3 * b + r;  // ascending
   }
   gpu::DeviceBuffer<uint16_t> d_scores;
@@ -60,7 +66,7 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
       positions[size_t(c)] = blocks[size_t(r) * kTopkBlocks + c / kBlockSize] * kBlockSize + c % kBlockSize;
     const std::vector<int32_t> want =
         ref::topk_ids_bf16(scores.data() + size_t(r) * kCandidateWidth, positions.data(), n, k);
-    INFO("row " << r << " (" << cases[size_t(r)].name << ", " << n << " candidates)");
+    INFO("row " << r << " (" << row_case[size_t(r)]->name << ", " << n << " candidates)");
     for (int j = 0; j < k; ++j) {
       const int32_t w = j < int(want.size()) ? want[size_t(j)] : kPositionPad;
       const int32_t g = got[size_t(r) * k + j];

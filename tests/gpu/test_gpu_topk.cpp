@@ -2,10 +2,13 @@
 // its tie rule, on rows built to reach every branch of the register-resident radix select: ties
 // across the whole row, a cut inside the last digit, a bin that holds exactly the keys still
 // needed, infinities, signed zeros, subnormals, rows at and around k and up to 32768 blocks.
-// More rows than SMs, so the persistent kernel prefetches rows of every kind behind each other.
+// More rows than SMs, so the persistent kernel prefetches rows of every kind behind each other;
+// each row's reported k-th key (the own top-k's check reads it) is the smallest published key.
 // ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -64,6 +67,14 @@ std::vector<KeyRow> key_rows() {
   return rows;
 }
 
+// order_f32 (gpu/topk/radix_topk.cuh) on the host: larger float, larger key; -0 ranks as +0.
+uint32_t ordered(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 }  // namespace
 
 TEST_CASE("block top-2048 equals the reference's top-k, ties by smaller block id") {
@@ -86,14 +97,21 @@ TEST_CASE("block top-2048 equals the reference's top-k, ties by smaller block id
   }
   gpu::DeviceBuffer<float> d_keys;
   gpu::DeviceBuffer<int32_t> d_len, d_blocks(size_t(nrows) * kTopkBlocks);
+  gpu::DeviceBuffer<uint32_t> d_kth(static_cast<size_t>(nrows));
   d_keys.upload(keys);
   d_len.upload(len);
-  gpu::launch_block_topk(d_keys.get(), ld, d_len.get(), nrows, max_blocks * kBlockSize, d_blocks.get());
+  gpu::launch_block_topk(d_keys.get(), ld, d_len.get(), nrows, max_blocks * kBlockSize, d_blocks.get(), d_kth.get());
   const std::vector<int32_t> got = d_blocks.to_host(size_t(nrows) * kTopkBlocks);
+  const std::vector<uint32_t> kth = d_kth.to_host(size_t(nrows));
   for (int r = 0; r < nrows; ++r) {
     const std::vector<float>& k = rows[size_t(r)].keys;
     const std::vector<int32_t> want = ref::topk_ids(k.data(), nullptr, int64_t(k.size()), kTopkBlocks);
     INFO("row " << r << " (" << rows[size_t(r)].name << ", " << k.size() << " blocks)");
+    if (int(k.size()) > kTopkBlocks) {  // the reported k-th key: the smallest published one
+      float smallest = std::numeric_limits<float>::infinity();
+      for (int32_t b : want) smallest = std::min(smallest, k[size_t(b)]);
+      CHECK(kth[size_t(r)] == ordered(smallest));
+    }
     for (int j = 0; j < kTopkBlocks; ++j) {
       const int32_t w = j < int(want.size()) ? want[size_t(j)] : kBlockPad;
       const int32_t g = got[size_t(r) * kTopkBlocks + j];
