@@ -36,7 +36,8 @@ struct StoreKth {
   __device__ void took_all(int row) const { out[row] = 0u; }  // every block published: never read
 };
 
-// The own top-k's check, on the k-th largest candidate key: the top-k over the published
+// The own top-k's check, on the k-th largest candidate key (k = 2048 only: for k <= 2047 the
+// candidates always hold the row's top-k, docs/semantics.md): the top-k over the published
 // candidates is the row's top-k when that key beats the smallest published block key (every
 // unpublished position scores at most its block's key, which is at most that one) or every block
 // is published. list[row] = row where it may not be (the full-row pass takes it), nrows where it
@@ -47,8 +48,9 @@ struct OwnCheck {
   const uint32_t* level_kth;
   int32_t* list;
   int nrows;
+  int k;
   __device__ void picked(int row, uint32_t kth) const {
-    const bool full = (L[row] + 7) / 8 > kTopkBlocks && !(kth > level_kth[row]);
+    const bool full = k >= kTopkBlocks && (L[row] + 7) / 8 > kTopkBlocks && !(kth > level_kth[row]);
     list[row] = full ? row : nrows;
   }
   __device__ void took_all(int row) const { list[row] = nrows; }
@@ -129,8 +131,9 @@ void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nro
   static_assert(kCandidateWidth == 32 * kSelectThreads, "one row of candidates fills the block's registers");
   select_topk_kernel<32, 32><<<nrows, kSelectThreads>>>(MaskRows{dense, ld, nullptr, blocks, valid_len},
                                                         PageTransform{blocks}, k, -1, out,
-                                                        OwnCheck{len, level_kth, list, nrows});
+                                                        OwnCheck{len, level_kth, list, nrows, k});
   DSA_LAUNCH_CHECK("select_topk_kernel<own>");
+  if (k < kTopkBlocks) return;  // the check listed no row
   // Every row gets a block; those the check passed exit at once and write nothing. No count comes
   // back to the host, so the step has no synchronisation here and can be captured in a graph.
   radix_topk_kernel<32><<<nrows, kTopkThreads>>>(DenseRowsListed{dense, ld, len, list, nrows}, Identity{}, k, -1,

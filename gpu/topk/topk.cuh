@@ -24,12 +24,13 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
 void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, const int32_t* blocks,
                       const int32_t* valid_len, int nrows, int k, int32_t* out);
 
-// The source's own top-k through level one (needs the published table and level one's kth): the
-// top-k over the published candidate columns is the top-k of the whole row whenever its k-th score
-// beats the smallest published block key (every unpublished position scores at most that key) or
-// every block is published; the selection checks that itself, and the other rows (heavy ties)
-// take the full-row pass. Same output as launch_topk_dense. `list` holds nrows ints: afterwards
-// list[i] = i for the rows that took the full pass, nrows for the others. Two launches, no host
+// The source's own top-k through level one (needs the published table and level one's kth): for
+// k <= 2047 the top-k over the published candidate columns is always the row's top-k
+// (docs/semantics.md proves it for the tie rule); for k = 2048 it is whenever its k-th score beats
+// the smallest published block key (every unpublished position scores at most that key) or every
+// block is published: the selection checks that itself, and the other rows take the full-row
+// pass. Same output as launch_topk_dense. `list` holds nrows ints: afterwards list[i] = i for the
+// rows that took the full pass, nrows for the others. One launch (k <= 2047) or two, no host
 // synchronisation.
 void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
                      const uint32_t* level_kth, const int32_t* blocks, const int32_t* valid_len, int32_t* out,

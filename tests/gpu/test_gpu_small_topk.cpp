@@ -4,6 +4,7 @@
 // needed, short rows; more rows than the persistent kernel has blocks. ctest -L gpu; exits 77
 // without a GPU.
 #if DSA_HAVE_CUDA
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 #include "reference/formats.hpp"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
+#include "tests/gpu/same_results.hpp"
 
 using namespace dsa;
 
@@ -67,14 +69,10 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
     const std::vector<int32_t> want =
         ref::topk_ids_bf16(scores.data() + size_t(r) * kCandidateWidth, positions.data(), n, k);
     INFO("row " << r << " (" << row_case[size_t(r)]->name << ", " << n << " candidates)");
-    for (int j = 0; j < k; ++j) {
-      const int32_t w = j < int(want.size()) ? want[size_t(j)] : kPositionPad;
-      const int32_t g = got[size_t(r) * k + j];
-      if (g != w) {
-        INFO("first mismatch at column " << j << ": got position " << g << ", want " << w);
-        REQUIRE(g == w);
-      }
-    }
+    std::vector<int32_t> want_row(k, kPositionPad);
+    std::copy(want.begin(), want.end(), want_row.begin());
+    const std::vector<int32_t> got_row(got.begin() + r * k, got.begin() + (r + 1) * k);
+    REQUIRE(test::first_mismatch(want_row, got_row, k) == "");
   }
 }
 #endif

@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "core/constants.hpp"
+#include "gpu/block_amax/block_amax.cuh"
 #include "gpu/common/device_buffer.cuh"
 #include "gpu/topk/topk.cuh"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
+#include "tests/gpu/same_results.hpp"
 
 using namespace dsa;
 
@@ -112,14 +114,63 @@ TEST_CASE("block top-2048 equals the reference's top-k, ties by smaller block id
       for (int32_t b : want) smallest = std::min(smallest, k[size_t(b)]);
       CHECK(kth[size_t(r)] == ordered(smallest));
     }
-    for (int j = 0; j < kTopkBlocks; ++j) {
-      const int32_t w = j < int(want.size()) ? want[size_t(j)] : kBlockPad;
-      const int32_t g = got[size_t(r) * kTopkBlocks + j];
-      if (g != w) {
-        INFO("first mismatch at column " << j << ": got block " << g << ", want " << w);
-        REQUIRE(g == w);
-      }
+    std::vector<int32_t> want_row(kTopkBlocks, kBlockPad);
+    std::copy(want.begin(), want.end(), want_row.begin());
+    const std::vector<int32_t> got_row(got.begin() + r * kTopkBlocks, got.begin() + (r + 1) * kTopkBlocks);
+    REQUIRE(test::first_mismatch(want_row, got_row, kTopkBlocks) == "");
+  }
+}
+
+// The source's own top-k through level one (launch_block_amax, launch_block_topk with its k-th
+// key, launch_own_topk) against ref::source_topk over the whole row. For k = 512 the candidates
+// always hold the answer (docs/semantics.md) and no row takes the full-row pass, ties or not; for
+// k = 2048 the all-equal row must take it (its k-th candidate score equals the smallest published
+// block key), and its answer still equals the reference's.
+TEST_CASE("own top-k through level one equals the whole row's top-k, ties and the full-row pass included") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const std::vector<int> lens = {20000, 20000, 300, 16385, 30000, 2049};
+  const int nrows = int(lens.size()), max_len = 30000;
+  const int64_t ld = (max_len + 7) / 8 * 8, ld_keys = ((max_len + 7) / 8 + 3) / 4 * 4;
+  std::vector<float> dense(size_t(nrows * ld), 0.f);
+  for (int r = 0; r < nrows; ++r)
+    for (int i = 0; i < lens[size_t(r)]; ++i) {
+      float& v = dense[size_t(r * ld + i)];
+      if (r == 0) v = 1.f;                                  // all equal
+      else if (r == 4) v = std::floor(normal(rng) * 2.f);   // few values: ties everywhere
+      else v = normal(rng) + 0.001f * float(i % 1000);
     }
+  std::vector<int32_t> valid(static_cast<size_t>(nrows));
+  for (int r = 0; r < nrows; ++r) {
+    const int64_t kept = std::min<int64_t>(ref::block_count(lens[size_t(r)]), kTopkBlocks);
+    valid[size_t(r)] = int32_t(ref::valid_len_of(kept, lens[size_t(r)]));
+  }
+  gpu::DeviceBuffer<float> d_dense, d_keys(size_t(nrows * ld_keys));
+  gpu::DeviceBuffer<int32_t> d_len, d_valid, d_blocks(size_t(nrows) * kTopkBlocks), d_list(static_cast<size_t>(nrows));
+  gpu::DeviceBuffer<uint32_t> d_kth(static_cast<size_t>(nrows));
+  d_dense.upload(dense);
+  d_len.upload(lens);
+  d_valid.upload(valid);
+  gpu::launch_block_amax(d_dense.get(), ld, d_len.get(), nrows, max_len, d_keys.get(), ld_keys);
+  gpu::launch_block_topk(d_keys.get(), ld_keys, d_len.get(), nrows, max_len, d_blocks.get(), d_kth.get());
+  for (int k : {512, 2048}) {
+    INFO("k " << k);
+    gpu::DeviceBuffer<int32_t> d_out(size_t(nrows) * k);
+    gpu::launch_own_topk(d_dense.get(), ld, d_len.get(), nrows, k, d_kth.get(), d_blocks.get(), d_valid.get(),
+                         d_out.get(), d_list.get());
+    const std::vector<int32_t> got = d_out.to_host(size_t(nrows) * k), list = d_list.to_host(size_t(nrows));
+    for (int r = 0; r < nrows; ++r) {
+      INFO("row " << r << ", L " << lens[size_t(r)] << ", listed for the full pass: " << (list[size_t(r)] == r));
+      const std::vector<int32_t> want = ref::source_topk(dense.data() + r * ld, lens[size_t(r)], k);
+      std::vector<int32_t> want_row(size_t(k), kPositionPad);
+      std::copy(want.begin(), want.end(), want_row.begin());
+      const std::vector<int32_t> got_row(got.begin() + r * k, got.begin() + (r + 1) * k);
+      REQUIRE(test::first_mismatch(want_row, got_row, k) == "");
+    }
+    if (k < kTopkBlocks)
+      CHECK(gpu::own_topk_full_rows(list) == 0);
+    else
+      CHECK(list[0] == 0);
   }
 }
 #endif
