@@ -280,15 +280,17 @@ __global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
 }
 
 // kMinBlocks blocks an SM, each with Src::kBufferBytes of dynamic shared memory for the row copy.
+// name: the launch check's name for this use.
 template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth = NoKth>
-void launch_select_stream(const Src& src, const Map& map, int nrows, int k, int32_t pad, int32_t* out,
-                          const Kth& kth = Kth{}) {
+void launch_select_stream(const char* name, const Src& src, const Map& map, int nrows, int k, int32_t pad,
+                          int32_t* out, const Kth& kth = Kth{}) {
   auto kernel = select_topk_stream_kernel<kBits, kPer, kMinBlocks, Src, Map, Kth>;
   int device = 0, sms = 0;
   DSA_CUDA_CHECK(cudaGetDevice(&device));
   DSA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   DSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Src::kBufferBytes));
   kernel<<<std::min(nrows, kMinBlocks * sms), kSelectThreads, Src::kBufferBytes>>>(src, map, kth, nrows, k, pad, out);
+  DSA_LAUNCH_CHECK(name);
 }
 
 }  // namespace dsa::gpu

@@ -153,12 +153,12 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
   if (nrows == 0) return;
   if ((int64_t(max_len) + 7) / 8 <= int64_t(BlockKeyRows::kPer) * kSelectThreads) {
     const BlockKeyRows src{keys, ld, len};
+    constexpr int kPer = BlockKeyRows::kPer;
+    const char* name = "select_topk_stream_kernel<blocks>";
     if (kth)
-      launch_select_stream<32, BlockKeyRows::kPer, 1>(src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks,
-                                                      StoreKth{kth});
+      launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks, StoreKth{kth});
     else
-      launch_select_stream<32, BlockKeyRows::kPer, 1>(src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks);
-    DSA_LAUNCH_CHECK("select_topk_stream_kernel<blocks>");
+      launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks);
   } else {
     if (kth) {
       unknown_kth_kernel<<<(nrows + 255) / 256, 256>>>(kth, nrows);
