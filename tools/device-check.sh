@@ -129,15 +129,20 @@ do_timing() {
   sed -n '/per-kernel timings/,$p' "$LOGS/timing-chunk-256k.log" | grep -E "^\||timings" | tee -a "$SUMMARY"
 }
 
-# Nsight Compute on the kernels matching DSA_PROFILE_KERNELS (a regex; default the main ones of
-# the sparse path): the first DSA_PROFILE_COUNT (8) matching launches of the chunk-256k timing run,
-# in launch order, full sections, as text and .ncu-rep.
+# Nsight Compute on the kernels matching DSA_PROFILE_KERNELS (a regex over the demangled names,
+# template arguments included, e.g. 'select_topk_kernel<\(int\)16'; default the main ones of the
+# sparse path): the first DSA_PROFILE_COUNT (8) matching launches of the chunk-256k timing run, in
+# launch order, full sections with source counters, as text, .ncu-rep and the SASS page's summary
+# by tools/ncu-sass-summary.py (phases, stalls, hottest instructions).
 do_profile() {
-  local re=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk_kernel|own_topk_check_kernel|sparse_split_kernel"}
+  local re=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk|sparse_split_kernel"}
   DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 DSA_CHECK_PATHS=${DSA_PROFILE_PATHS:-sparse} stage ncu 560 ncu --clock-control none --set full \
-    --kernel-name "regex:$re" --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile" \
+    --import-source yes --kernel-name-base demangled --kernel-name "regex:$re" \
+    --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile" \
     "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
   ncu --import "$OUT/profile.ncu-rep" --page details >"$OUT/profile.txt" 2>&1
+  ncu --import "$OUT/profile.ncu-rep" --page source --csv --print-source sass 2>/dev/null | gzip >"$LOGS/sass.csv.gz"
+  python3 tools/ncu-sass-summary.py "$LOGS/sass.csv.gz" >"$OUT/profile-sass.md" 2>>"$SUMMARY"
   grep -E "^  [a-z_]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy" \
     "$OUT/profile.txt" | head -60 | tee -a "$SUMMARY"
 }
