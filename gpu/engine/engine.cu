@@ -233,6 +233,7 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
 // Selected rows of the sparse path's source layer scored at once: about 1 GiB of fp32 dense
 // scores (chunk-256k: 1024 of 16384 rows). DSA_SOURCE_CHUNK_ROWS sets it (the GPU tests use
 // small chunks on small batches).
+namespace {
 int source_chunk_rows(int nsel, int64_t ld) {
   const int all = std::max(nsel, 1);
   if (const char* env = std::getenv("DSA_SOURCE_CHUNK_ROWS")) {
@@ -242,6 +243,7 @@ int source_chunk_rows(int nsel, int64_t ld) {
   constexpr int64_t kChunkBytes = int64_t(1) << 30;
   return int(std::clamp<int64_t>(kChunkBytes / (ld * int64_t(sizeof(float))), 1, all));
 }
+}  // namespace
 
 // The selected rows, their tables and the workspace for this batch's shape. Buffers only grow
 // (DeviceBuffer::resize), so a batch of the same shape allocates nothing.
