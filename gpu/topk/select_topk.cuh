@@ -1,5 +1,6 @@
 #pragma once
-// Top-k of rows that fit in registers (n <= kPer * 512), one thread block per row: thread t holds
+// Top-k of rows that fit in registers (n <= kPer * 512), one thread block per row (or a persistent
+// block per SM slot that streams its rows: select_topk_stream_kernel below): thread t holds
 // the keys of indices kPer t .. kPer t + kPer - 1. A radix select over those registers finds the
 // k-th largest key T, 11 bits at a time from the top: each pass counts the keys that match the
 // digits found so far into a 2048-bin shared histogram (plain shared atomics: on the H200 a warp's
@@ -11,7 +12,7 @@
 // and output as radix_topk_kernel, which stays for longer rows. Keys are ordered integers
 // (order_f32, order_bf16 in radix_topk.cuh).
 //
-// Instructions per key are what this kernel spends (bench/results/h200.md, runs 45-47): the
+// Instructions per key are what this kernel spends (bench/results/h200.md, runs 45-51): the
 // passes are unrolled at compile time, the first counts every key unconditionally, later ones
 // through a predicated shared reduction (no branch per key); the placement keeps a bit mask of
 // each thread's picks so that only those are visited, and a page-transform table is staged in
@@ -109,7 +110,7 @@ __device__ __forceinline__ uint64_t lowest_bits(uint64_t m, int t) {
   return t <= nlo ? lowest_bits(lo, t) : (uint64_t(lowest_bits(hi, t - nlo)) << 32) | lo;
 }
 
-// Writes map ids of the set bits of m (columns first + base + bit) at dst[slot], dst[slot + 1]...
+// Writes the map ids of the set bits of m (column base + bit) at dst[slot], dst[slot + 1]...
 template <class Map>
 __device__ __forceinline__ int write_picks(uint32_t m, int base, const Map& map, int row, const int32_t* table,
                                            int32_t* dst, int slot) {
