@@ -1,8 +1,8 @@
 // gpu/small_topk: the sparse path's top-512 over bf16 candidate scores, with the page transform,
 // against the reference's bf16 top-k on rows built for the radix select's branches: ties across
 // the row, +0 against -0, a cut inside the last digit, a bin that holds exactly the keys still
-// needed, short rows; more rows than the persistent kernel has blocks. ctest -L gpu; exits 77
-// without a GPU.
+// needed, short rows; more rows than an H200 holds blocks at once (two an SM), so blocks that
+// start late reuse the shared memory of finished ones. ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
 #include <algorithm>
 #include <cstdint>
@@ -40,8 +40,8 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
       {"k - 3", k - 3, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(d(g)); }},
       {"ragged", 12345, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(float(int(d(g)))); }},
   };
-  // The cases repeated in rotating order, more rows than two blocks an SM on an H200 take: the
-  // persistent kernel copies rows of every kind behind each other.
+  // The cases repeated in rotating order: more rows than two blocks an SM on an H200, rows of
+  // every kind next to each other.
   std::vector<const Case*> row_case;
   for (int rep = 0; rep < 37; ++rep)
     for (size_t i = 0; i < cases.size(); ++i) row_case.push_back(&cases[(i * 3 + size_t(rep)) % cases.size()]);
