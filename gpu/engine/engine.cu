@@ -283,6 +283,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   sel_req_.upload(req);
   sel_kcol_.upload(kcol);
   use_wgmma_ = dense_wgmma_supported() && std::getenv("DSA_DENSE_PORTABLE") == nullptr;
+  use_sparse_wgmma_ = sparse_wgmma_supported() && std::getenv("DSA_SPARSE_PORTABLE") == nullptr;
 
   // The tables: the selected rows, then those that are tail rows; valid_len from L (the host has
   // it: no kernel computes it).
@@ -338,7 +339,13 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
     kexp_.fill_bytes(0x80, cols);
     kscale_.fill_bytes(0, cols);
   }
-  if (path_ == PathKind::sparse) kfrag_.resize(cols * 128);
+  if (path_ == PathKind::sparse) {
+    std::vector<int64_t> req_blk;
+    const int64_t nblk = key_block_starts(batch.compressed_len, req_blk);
+    kbfrag_.resize(size_t(nblk + 1) * kKeyBlockBytes);
+    kbscale_.resize(size_t(nblk + 1) * 8);
+    req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
+  }
   req_fexp_.resize(size_t(std::max(batch.requests(), 1)));
 
   // The query operands, shared by the layers in stream order.
@@ -394,7 +401,6 @@ void GpuEngine::upload_inputs(const Batch& batch) {
 // Key operands of every request: int8 forms and scales, the exponent ranges (wgmma route only),
 // and gpu-sparse's mma fragments.
 void GpuEngine::prepare_keys() {
-  const size_t cols = size_t(ncols_ + 8);
   KeyPrepArgs a{pool_.get(), page_size_, table_.get(), table_width_, req_len_.get(), req_start_.get(),
                 nreq_, max_lc_, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};
   launch_key_prep(a);
@@ -403,8 +409,12 @@ void GpuEngine::prepare_keys() {
   // the wgmma form).
   if (use_wgmma_) launch_key_exponents(kscale_.get(), req_start_.get(), req_len_.get(), nreq_, req_fexp_.get());
   if (path_ == PathKind::sparse) {
-    launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get());
-    time("key_frags", nullptr, 0, double(cols) * 256, [&] { launch_sparse_key_frags(ks_.get(), int64_t(cols), kfrag_.get()); });
+    auto blocks = [&] {
+      launch_sparse_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_,
+                               max_lc_, kbfrag_.get(), kbscale_.get());
+    };
+    blocks();
+    time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * 2, blocks);
   }
 }
 
@@ -720,11 +730,14 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
   const int nsel = int(sel_.size()), k = batch.topk, n = nsel + int(tail_sel_.size());
   LayerSlot& slot = slots_[layer.id];
   if (!capturing_) upload_route_order(slot);
+  sparse_rows_ += n;
+  sparse_wgmma_rows_ += use_sparse_wgmma_ ? slot.n_split : 0;
   SparseLogitsArgs a{pool_.get(), page_size_, table_.get(), table_width_, qs_.get(), qr_.get(),
                      qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
                      slot.row_split.get(), slot.weights.get(), sel_len_.get(),
-                     sel_req_.get(), sel_kcol_.get(), kfrag_.get(), kscale_.get(), table_rows_.get(), blocks_.get(),
-                     valid_len_.get(), n, slot.route_order.get(), slot.n_split, sparse_.get()};
+                     sel_req_.get(), req_blk_.get(), kbfrag_.get(), kbscale_.get(), table_rows_.get(), blocks_.get(),
+                     valid_len_.get(), n, slot.route_order.get(), slot.n_split, use_sparse_wgmma_ ? 1 : 0,
+                     sparse_.get()};
   poison(sparse_.get(), kPoisonByteFloat, size_t(n) * kCandidateWidth * sizeof(uint16_t));
   launch_sparse_logits(a);
   if (checks_)
@@ -822,7 +835,12 @@ void GpuEngine::end(const Batch& batch, const RunOptions&, Results& out) {
   }
   planned_ = true;
   out.peak_device_bytes = DeviceMemoryMeter::peak();
-  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + "sparse: mma.sync m16n8k32); " + topk_notes +
+  const std::string sparse_notes =
+      path_ == PathKind::sparse ? "sparse: " + std::to_string(sparse_wgmma_rows_) + " of " + std::to_string(sparse_rows_) +
+                                      " table rows on wgmma m64n32k32, the rest on mma.sync m16n8k32"
+                                : "sparse: none";
+  sparse_rows_ = sparse_wgmma_rows_ = 0;
+  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + sparse_notes + "); " + topk_notes +
               describe_device();
   timer_.reset();
   if (keep_workspace_) return;

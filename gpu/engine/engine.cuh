@@ -159,7 +159,13 @@ class GpuEngine : public Implementation {
   int64_t ncols_ = 0;
   int max_lc_ = 0, nreq_ = 0, page_size_ = 0, table_width_ = 0;
   DeviceBuffer<int8_t> ks_, kr_;
-  DeviceBuffer<int8_t> kfrag_;  // gpu-sparse: ks_ re-laid as per-lane mma fragments
+  // gpu-sparse: ks_ / kscale_ re-laid per candidate block (launch_sparse_key_blocks); req_blk_
+  // [nreq] the block of each request's position 0.
+  DeviceBuffer<int8_t> kbfrag_;
+  DeviceBuffer<float> kbscale_;
+  DeviceBuffer<int64_t> req_blk_;
+  bool use_sparse_wgmma_ = false;
+  int64_t sparse_rows_ = 0, sparse_wgmma_rows_ = 0;  // table rows of this step's consumer layers (notes)
   DeviceBuffer<uint32_t> kexp_;
   DeviceBuffer<float> kscale_;
   DeviceBuffer<int2> req_fexp_;

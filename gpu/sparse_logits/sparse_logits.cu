@@ -3,13 +3,15 @@
 #include "gpu/common/cp_async.cuh"
 #include "gpu/common/fp4_mma.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
+#include "gpu/sparse_logits/sparse_slow.cuh"
 #include "core/constants.hpp"
 
-// One warp scores one table row: 2048 blocks of 8 candidates, 32 heads each.
+// The portable kernels (mma.sync; the split rows take sparse_wgmma.cu where the device has
+// wgmma). One warp scores one table row: 2048 blocks of 8 candidates, 32 heads each.
 //
 // Fast route (keys and query on the fast path of fp4_mma.cuh, nearly all data): the 8 keys of a
-// block come as ready int8 B fragments from the key prep (2 x 16 bytes per lane, no page
-// lookup, no decoding), three blocks in flight. Head scores come from fp4_mma.cuh's split route
+// block come as ready int8 B fragments (launch_sparse_key_blocks: 2 x 16 bytes per lane, no page
+// lookup, no decoding), six blocks in flight. Head scores come from fp4_mma.cuh's split route
 // (two accumulators, two IMAD, no int->float conversion) where the query prep admitted the row,
 // else from four accumulators with integer multipliers, converted through the float bits of
 // 2^23 + S when the multipliers keep S below 2^23, or with I2F. The bf16 chain runs on the
@@ -20,114 +22,18 @@
 // shared memory, head scores from fp4_mma.cuh's generic path, and the emulated bf16 chain.
 namespace dsa::gpu {
 namespace {
+using namespace sparse_slow;
 
 constexpr int kWarps = 4;
 constexpr int kDepth = 8;              // key tiles in flight per warp (shared-memory ring; a power of two)
 constexpr int kSplitBlocksPerSm = 4;   // 16 warps per SM: 128 registers for the split route
 constexpr int kMagicMulSum = 227;      // 12 * 96 * 32 * 227 < 2^23: the float-bits conversion is exact
 
-// ---------------------------------------------------------------- slow route (any exponents)
-struct SlowSmem {
-  uint32_t slow_blocks[kTopkBlocks / 32];  // fast route: blocks left for the slow route
-  int8_t ks[8 * kKeyStride];
-  int8_t kr[8 * kKeyStride];
-  uint32_t kexp[8];
-  float kscale[8];
+// One warp's shared memory: the blocks the fast route leaves to the slow one, the slow staging.
+struct WarpSmem {
+  uint32_t slow_blocks[kTopkBlocks / 32];
+  SlowSmem slow;
 };
-
-// Lanes 0..7 end up with the score of position 2t + g (lane = 4g + t).
-__device__ __forceinline__ uint16_t soft_epilogue(const float (&s)[4][2], const float (&wb)[8]) {
-  float a[4][2];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int p = 0; p < 2; ++p) {
-      const uint16_t b = soft_bf16_rne(s[i][p]);
-      a[i][p] = (b & 0x8000u) ? 0.0f : bf16_value(b);  // negatives (and -0) -> +0
-    }
-  float chain[8];
-  own_position(a, chain);
-  float acc = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) acc = soft_bf16_fma(chain[j], wb[j], acc);
-  const float t = soft_bf16_sum(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, 16));
-  const float score = soft_bf16_sum(t, __shfl_xor_sync(0xFFFFFFFFu, t, 8));
-  return uint16_t(__float_as_uint(score) >> 16);
-}
-
-// bf16(weight) of the 8 heads of this lane's chain lane g/2, in chain order.
-__device__ __forceinline__ void load_weights(const SparseLogitsArgs& a, int row, float (&wb)[8]) {
-  const int g = (threadIdx.x & 31) >> 2;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) wb[j] = bf16_value(soft_bf16_rne(a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j]));
-}
-
-__device__ __forceinline__ void load_row(const SparseLogitsArgs& a, int row, QueryFrags& q, float (&wb)[8]) {
-  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32,
-             a.row_fast[row]);
-  load_weights(a, row, wb);
-}
-
-// Scores block `blk` of selected row `row` into columns c0..c0+7 (< valid). Rare on the fast
-// route, so it reloads the row's operands itself rather than holding them in registers.
-__device__ __noinline__ void score_block_slow(const SparseLogitsArgs& a, int row, const int32_t* table, int L,
-                                              int blk, int c0, int valid, uint16_t* out, SlowSmem& sm) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  QueryFrags q;
-  float wb[8];
-  load_row(a, row, q, wb);
-  const int n = lane >> 2, grp = lane & 3;  // staging role: position n of the block, 32-dim group
-  const int P = a.page_size;
-  const int64_t pos = int64_t(blk) * 8 + n;
-  uint32_t words[4] = {0, 0, 0, 0};
-  uint32_t exps = 0x80808080u;  // positions >= L: zero keys on the fast path (never written)
-  if (pos < L) {
-    const uint8_t* page = a.pool + int64_t(table[pos / P]) * P * 68;
-    const int64_t off = pos % P;
-    const uint4 packed = *reinterpret_cast<const uint4*>(page + off * 64 + grp * 16);
-    words[0] = packed.x, words[1] = packed.y, words[2] = packed.z, words[3] = packed.w;
-    exps = *reinterpret_cast<const uint32_t*>(page + int64_t(P) * 64 + off * 4);
-  }
-  float scale = 1.0f;
-  int shift = 0;
-  if (pos < L) {
-    int e[4], emin = 255, emax = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      e[k] = int((exps >> (8 * k)) & 0xFF);
-      emin = min(emin, e[k]);
-      emax = max(emax, e[k]);
-    }
-    const bool fast = emax - emin <= 3 && emin - 128 >= -45 && emin - 128 <= 45;
-    const int eg = grp == 0 ? e[0] : grp == 1 ? e[1] : grp == 2 ? e[2] : e[3];
-    shift = fast ? eg - emin : 0;
-    scale = fast ? __int_as_float((emin - 128 + 127) << 23) : 0.0f;
-  }
-  const Fp4Lut lut = fp4_lut(shift), raw_lut = fp4_lut(0);
-  uint32_t sv[8], rv[8];
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    unpack8(words[w], lut, sv[2 * w], sv[2 * w + 1]);
-    unpack8(words[w], raw_lut, rv[2 * w], rv[2 * w + 1]);
-  }
-  uint4* sd = reinterpret_cast<uint4*>(sm.ks + n * kKeyStride + grp * 32);
-  sd[0] = make_uint4(sv[0], sv[1], sv[2], sv[3]);
-  sd[1] = make_uint4(sv[4], sv[5], sv[6], sv[7]);
-  uint4* rd = reinterpret_cast<uint4*>(sm.kr + n * kKeyStride + grp * 32);
-  rd[0] = make_uint4(rv[0], rv[1], rv[2], rv[3]);
-  rd[1] = make_uint4(rv[4], rv[5], rv[6], rv[7]);
-  if (grp == 0) {
-    sm.kexp[n] = exps;
-    sm.kscale[n] = scale;
-  }
-  __syncwarp();
-  float sc[4][2];
-  head_scores(q, sm.ks, sm.kscale, sm.kr, kKeyStride, sm.kexp, sc);
-  const uint16_t score = soft_epilogue(sc, wb);
-  const int c = c0 + 2 * t + g;
-  if (lane < 8 && c < valid) out[c] = score;
-  __syncwarp();
-}
 
 // ---------------------------------------------------------------- fast route
 // A block's keys as this lane's B fragments (key g, dims 4t.. of each 16-byte half of each
@@ -202,20 +108,21 @@ __device__ __forceinline__ void store_scores(uint32_t acc, int c0, int valid, ui
 
 // Where a warp's lane copies a block's key fragments and scale from, and to, worked out once per
 // row (ncu: per-block address arithmetic, ring indexing by 6 and generic-to-shared conversions
-// were a third of the loop's instructions). Block blk's fragments start blk * 1024 bytes and its
-// scales blk * 8 floats further; ring slot j sits at ring + (j % kDepth) * sizeof(TileSlot).
+// were a third of the loop's instructions). Block blk of the row's request starts blk * 1024
+// bytes and its scales blk * 8 floats further; ring slot j sits at ring + (j % kDepth) *
+// sizeof(TileSlot).
 struct TileCopy {
-  const int8_t* frag;   // key g of block 0, this lane's 32 bytes
+  const int8_t* frag;   // block 0, this lane's first 16 bytes (the second: 512 further)
   const float* scale;   // scale of key g of block 0
   unsigned ring;        // this lane's fragment bytes in slot 0
   unsigned ring_scale;  // this lane's scale in slot 0
 };
 
-__device__ __forceinline__ TileCopy tile_copy(const SparseLogitsArgs& a, int64_t kcol, TileSlot* ring) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+__device__ __forceinline__ TileCopy tile_copy(const SparseLogitsArgs& a, int64_t kblk, TileSlot* ring) {
+  const int lane = threadIdx.x & 31, g = lane >> 2;
   TileCopy c;
-  c.frag = a.kfrag + (kcol + g) * 128 + t * 32;
-  c.scale = a.kscale + kcol + g;
+  c.frag = a.kbfrag + kblk * kKeyBlockBytes + lane * 16;
+  c.scale = a.kbscale + kblk * 8 + g;
   c.ring = smem_addr(&ring[0].frag[lane][0]);
   c.ring_scale = smem_addr(&ring[0].scale[lane]);
   return c;
@@ -225,9 +132,9 @@ __device__ __forceinline__ TileCopy tile_copy(const SparseLogitsArgs& a, int64_t
 __device__ __forceinline__ void request_tile(const TileCopy& c, int j, int blk) {
   const unsigned slot = unsigned(j & (kDepth - 1)) * unsigned(sizeof(TileSlot));
   if (blk >= 0) {
-    const int8_t* src = c.frag + blk * 1024;
+    const int8_t* src = c.frag + blk * kKeyBlockBytes;
     cp_async16(c.ring + slot, src);
-    cp_async16(c.ring + slot + 16, src + 16);
+    cp_async16(c.ring + slot + 16, src + kKeyBlockBytes / 2);
     cp_async4(c.ring_scale + slot, c.scale + blk * 8);
   }
   cp_async_commit();
@@ -236,7 +143,7 @@ __device__ __forceinline__ void request_tile(const TileCopy& c, int j, int blk) 
 template <Route kRoute, class Q>
 __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int row, const Q& q, const float (&wb)[8],
                                                const int32_t* blocks, const int32_t* table, int L, int valid,
-                                               int64_t kcol, uint16_t* out, SlowSmem& sm, TileSlot* ring) {
+                                               int64_t kblk, uint16_t* out, WarpSmem& sm, TileSlot* ring) {
   static_assert((kDepth & (kDepth - 1)) == 0, "ring slots by mask");
   const int lane = threadIdx.x & 31, g = lane >> 2;
   FastRow r;
@@ -249,7 +156,7 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
   sm.slow_blocks[lane] = 0;
   sm.slow_blocks[lane + 32] = 0;
   __syncwarp();
-  const TileCopy tc = tile_copy(a, kcol, ring);
+  const TileCopy tc = tile_copy(a, kblk, ring);
   // Block ids 32 at a time, one per lane; the next window is loaded a window ahead.
   int win = lane < nb ? blocks[lane] : 0;
   int next_win = 32 + lane < nb ? blocks[32 + lane] : 0;
@@ -315,14 +222,14 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
   for (int w = 0; w < kTopkBlocks / 32; ++w)
     for (uint32_t bits = sm.slow_blocks[w]; bits != 0; bits &= bits - 1) {
       const int bi = w * 32 + __ffs(int(bits)) - 1;
-      score_block_slow(a, row, table, L, blocks[bi], bi * 8, valid, out, sm);
+      score_block_slow(a, row, table, L, blocks[bi], bi * 8, valid, out, sm.slow);
     }
 }
 
 // Table row i as one warp's job.
 struct RowJob {
   int row, L, valid;
-  int64_t kcol;
+  int64_t kblk;  // key block of the request's position 0
   const int32_t* table;
   const int32_t* blocks;
   uint16_t* out;
@@ -333,8 +240,9 @@ __device__ __forceinline__ RowJob row_job(const SparseLogitsArgs& a, int i) {
   j.row = a.rows[i];
   j.L = a.sel_len[j.row];
   j.valid = a.valid_len[i];
-  j.kcol = a.kcol[j.row];
-  j.table = a.table + int64_t(a.sel_req[j.row]) * a.table_width;
+  const int req = a.sel_req[j.row];
+  j.kblk = a.req_blk[req];
+  j.table = a.table + int64_t(req) * a.table_width;
   j.blocks = a.blocks + int64_t(i) * kTopkBlocks;
   j.out = a.out + int64_t(i) * kCandidateWidth;
   return j;
@@ -343,7 +251,7 @@ __device__ __forceinline__ RowJob row_job(const SparseLogitsArgs& a, int i) {
 // Rows on the split route (nearly all): a kernel of their own, so that its register budget (and
 // with it the warps per SM that hide the key loads' latency) is not set by the other routes.
 __global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_kernel(SparseLogitsArgs a) {
-  __shared__ __align__(16) SlowSmem smem[kWarps];
+  __shared__ __align__(16) WarpSmem smem[kWarps];
   __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
   const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
   if (w >= a.n_split) return;  // whole warps only: no block-wide barriers below
@@ -352,18 +260,18 @@ __global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_k
   load_query_split(q, a.qsplit + int64_t(j.row) * 4096, a.qmul + int64_t(j.row) * 32, a.qscale + int64_t(j.row) * 32);
   float wb[8];
   load_weights(a, j.row, wb);
-  score_row_fast<Route::split>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kcol, j.out, smem[threadIdx.x >> 5],
+  score_row_fast<Route::split>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kblk, j.out, smem[threadIdx.x >> 5],
                                ring[threadIdx.x >> 5]);
 }
 
 // The other rows: four accumulators (float-bits or I2F conversion), or the slow route.
 __global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogitsArgs a) {
-  __shared__ __align__(16) SlowSmem smem[kWarps];
+  __shared__ __align__(16) WarpSmem smem[kWarps];
   __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
   const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
   if (w >= a.n - a.n_split) return;
   const RowJob j = row_job(a, a.order[a.n_split + w]);
-  SlowSmem& sm = smem[threadIdx.x >> 5];
+  WarpSmem& sm = smem[threadIdx.x >> 5];
   TileSlot* my_ring = ring[threadIdx.x >> 5];
   QueryFrags q;
   float wb[8];
@@ -374,44 +282,22 @@ __global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogi
 #pragma unroll
     for (int h = 0; h < 4; ++h) magic &= q.mul[h][0] + q.mul[h][1] + q.mul[h][2] + q.mul[h][3] <= kMagicMulSum;
     if (__all_sync(0xFFFFFFFFu, magic))
-      score_row_fast<Route::magic4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kcol, j.out, sm, my_ring);
+      score_row_fast<Route::magic4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kblk, j.out, sm, my_ring);
     else
-      score_row_fast<Route::i2f4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kcol, j.out, sm, my_ring);
+      score_row_fast<Route::i2f4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kblk, j.out, sm, my_ring);
     return;
   }
   const int nb = (j.valid + 7) / 8;
-  for (int bi = 0; bi < nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
-}
-
-// kfrag[col][t][8 words]: word 2*ks + h = bytes ks*32 + 16*h + 4*t .. +4 of the shifted key, so
-// lane (g, t) of a warp finds its B fragments of key g in 32 contiguous bytes.
-__global__ void key_frags_kernel(const int8_t* ks, int64_t ncols, int8_t* kfrag) {
-  const int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // one (col, t) pair
-  if (id >= ncols * 4) return;
-  const int64_t col = id >> 2;
-  const int t = int(id & 3);
-  uint32_t w[8];
-#pragma unroll
-  for (int ks_ = 0; ks_ < 4; ++ks_)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      w[2 * ks_ + h] = *reinterpret_cast<const uint32_t*>(ks + col * 128 + ks_ * 32 + 16 * h + 4 * t);
-  uint4* d = reinterpret_cast<uint4*>(kfrag + col * 128 + t * 32);
-  d[0] = make_uint4(w[0], w[1], w[2], w[3]);
-  d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  for (int bi = 0; bi < nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.slow);
 }
 
 }  // namespace
 
-void launch_sparse_key_frags(const int8_t* ks, int64_t ncols, int8_t* kfrag) {
-  if (ncols == 0) return;
-  key_frags_kernel<<<unsigned((ncols * 4 + 255) / 256), 256>>>(ks, ncols, kfrag);
-  DSA_LAUNCH_CHECK("key_frags_kernel");
-}
-
 void launch_sparse_logits(const SparseLogitsArgs& a) {
   if (a.n == 0) return;
-  if (a.n_split > 0) {
+  if (a.n_split > 0 && a.split_wgmma) {
+    launch_sparse_wgmma(a);
+  } else if (a.n_split > 0) {
     sparse_split_kernel<<<unsigned((a.n_split + kWarps - 1) / kWarps), kWarps * 32>>>(a);
     DSA_LAUNCH_CHECK("sparse_split_kernel");
   }

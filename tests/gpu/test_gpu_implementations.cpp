@@ -341,6 +341,39 @@ TEST_CASE("dense logits: the wgmma route and the portable kernel each give the m
   check_against_model(b, portable, false, all_rows(b));
 }
 
+// The table rows on the sparse wgmma kernel and in all, from the notes ("sparse: N of M table
+// rows on wgmma m64n32k32, ...").
+std::pair<int, int> sparse_routes(const Results& r) {
+  int wgmma = -1, total = -1;
+  const size_t at = r.notes.find("sparse: ");
+  if (at != std::string::npos) std::sscanf(r.notes.c_str() + at, "sparse: %d of %d table rows on wgmma", &wgmma, &total);
+  return {wgmma, total};
+}
+
+// The split rows take the wgmma kernel on sm_90 (keys as A from registers, one warpgroup per
+// row), the mma.sync kernel elsewhere or when asked; rows off the split route and blocks with a
+// wide key (every 97th key) take the other routes inside both.
+TEST_CASE("sparse logits: the wgmma route and the portable kernels each give the model's bits") {
+  model_cache().clear();
+  const Batch b = make_batch(standard_spec(), 23);
+  RunOptions o;
+  o.scores = true;
+  const Results both = gpu::make_gpu_sparse()->run(b, o);
+  const auto [wgmma, total] = sparse_routes(both);
+  INFO(both.notes);
+  REQUIRE(total > 0);
+  if (gpu::describe_device().find("sm_90") != std::string::npos) {
+    CHECK(wgmma > 0);
+    CHECK(wgmma < total);  // rows with a wide query head stay on the mma.sync kernel
+  }
+  check_against_model(b, both, true, all_rows(b));
+  setenv("DSA_SPARSE_PORTABLE", "1", 1);
+  const Results portable = gpu::make_gpu_sparse()->run(b, o);
+  unsetenv("DSA_SPARSE_PORTABLE");
+  CHECK(sparse_routes(portable).first == 0);
+  check_against_model(b, portable, true, all_rows(b));
+}
+
 TEST_CASE("page size 64 and sampled rows give the full run's answers") {
   model_cache().clear();
   Spec spec = standard_spec();

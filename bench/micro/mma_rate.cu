@@ -1,0 +1,147 @@
+// Micro-benchmark: the int8 tensor rate the paged sparse logits kernel can reach with its shape
+// (32 heads x a few keys per instruction, keys gathered per row so A or B comes from registers):
+//   * mma.sync m16n8k32 s8 (the kernel's instruction today), with 1-8 independent accumulators
+//     per warp and 4-16 warps per block;
+//   * wgmma m64n32k32 s8 with A (the keys) in registers and B (one row's 32 heads) in shared
+//     memory, 1-4 accumulator sets in flight per warpgroup.
+// Prints TOPS and int8 ops per SM cycle (clock 1980 MHz) for each. Operands are random bytes.
+// Build: nvcc -O3 -gencode arch=compute_90a,code=sm_90a mma_rate.cu
+#include <cstdint>
+#include <cstdio>
+
+constexpr int kIters = 2048;
+constexpr int kSms = 132;
+
+__device__ __forceinline__ uint32_t hash(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  return x ^ (x >> 16);
+}
+
+__device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int kChains>
+__global__ void imma_kernel(int* sink) {
+  uint32_t a[4];
+  for (int i = 0; i < 4; ++i) a[i] = hash(threadIdx.x * 4 + i + blockIdx.x * 977);
+  const uint32_t b0 = hash(threadIdx.x + 7), b1 = hash(threadIdx.x + 11);
+  int c[kChains][4] = {};
+  for (int it = 0; it < kIters; ++it) {
+#pragma unroll
+    for (int k = 0; k < kChains; ++k) mma_s8(c[k], a, b0 + k, b1);
+  }
+  int s = 0;
+#pragma unroll
+  for (int k = 0; k < kChains; ++k) s += c[k][0] ^ c[k][1] ^ c[k][2] ^ c[k][3];
+  if (s == 0x12345678) sink[0] = s;  // keeps the work
+}
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HAVE_WGMMA 1
+#endif
+
+__device__ __forceinline__ void wgmma_rs(int (&d)[16], const uint32_t (&a)[4], uint64_t db) {
+#ifdef HAVE_WGMMA
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15}, {%16, %17, %18, %19}, %20, 1;\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+#endif
+}
+
+template <int kSets>
+__global__ void __launch_bounds__(128) wgmma_rs_kernel(int* sink) {
+#ifdef HAVE_WGMMA
+  __shared__ __align__(1024) uint8_t b[32 * 128];
+  for (int i = threadIdx.x; i < 32 * 128 / 4; i += 128) reinterpret_cast<uint32_t*>(b)[i] = hash(i + blockIdx.x);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const uint32_t addr = unsigned(__cvta_generic_to_shared(b));
+  const uint64_t db = uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  uint32_t a[4];
+  for (int i = 0; i < 4; ++i) a[i] = hash(threadIdx.x * 4 + i + blockIdx.x * 977);
+  int d[kSets][16] = {};
+  for (int it = 0; it < kIters; ++it) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+#pragma unroll
+      for (int s = 0; s < kSets; ++s) wgmma_rs(d[s], a, db + 2 * k);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  }
+  int s = 0;
+#pragma unroll
+  for (int k = 0; k < kSets; ++k)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) s ^= d[k][i];
+  if (s == 0x12345678) sink[0] = s;
+#endif
+}
+
+template <class F>
+double time_ms(F launch) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  launch();  // warm-up
+  cudaEventRecord(a);
+  launch();
+  cudaEventRecord(b);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  return ms;
+}
+
+void report(const char* what, double ops, double ms) {
+  const double tops = ops / (ms * 1e-3) / 1e12;
+  printf("%-52s %8.3f ms %7.0f TOPS %6.0f ops/SM-cycle\n", what, ms, tops, ops / (ms * 1e-3) / kSms / 1.98e9);
+}
+
+template <int kChains>
+void run_imma(int warps, int per_sm, int* sink) {
+  const int blocks = kSms * per_sm;
+  const double ms = time_ms([&] { imma_kernel<kChains><<<blocks, warps * 32>>>(sink); });
+  char name[96];
+  snprintf(name, sizeof name, "mma.sync m16n8k32: %d chains, %d warps x %d blocks/SM", kChains, warps, per_sm);
+  report(name, 2.0 * 16 * 8 * 32 * kChains * double(kIters) * warps * blocks, ms);
+}
+
+template <int kSets>
+void run_wgmma(int per_sm, int* sink) {
+  const int blocks = kSms * per_sm;
+  const double ms = time_ms([&] { wgmma_rs_kernel<kSets><<<blocks, 128>>>(sink); });
+  char name[96];
+  snprintf(name, sizeof name, "wgmma m64n32k32 RS: %d sets, %d warpgroups/SM", kSets, per_sm);
+  report(name, 2.0 * 64 * 32 * 32 * 4 * kSets * double(kIters) * blocks, ms);
+}
+
+int main() {
+  int* sink;
+  cudaMalloc(&sink, 4);
+  run_imma<1>(8, 2, sink);
+  run_imma<2>(8, 2, sink);
+  run_imma<4>(8, 2, sink);
+  run_imma<8>(8, 2, sink);
+  run_imma<2>(16, 1, sink);
+  run_imma<4>(16, 1, sink);
+  run_imma<4>(4, 4, sink);
+  run_imma<8>(16, 2, sink);
+  run_wgmma<1>(4, sink);
+  run_wgmma<2>(4, sink);
+  run_wgmma<4>(4, sink);
+  run_wgmma<2>(8, sink);
+  run_wgmma<4>(2, sink);
+  return cudaDeviceSynchronize() != cudaSuccess;
+}

@@ -1,0 +1,320 @@
+#include "gpu/common/bf16.cuh"
+#include "gpu/common/check.cuh"
+#include "gpu/common/cp_async.cuh"
+#include "gpu/sparse_logits/sparse_logits.cuh"
+#include "gpu/sparse_logits/sparse_slow.cuh"
+
+// Paged sparse logits of the split-route rows on Hopper's wgmma (sm_90a), bit-identical to the
+// reference (docs/semantics.md, "Sparse score").
+//
+// One warpgroup scores one table row, 64 candidates (8 blocks) a step: wgmma m64n32k32 with the
+// keys as A, from registers, and the row's 32 heads as B, in shared memory. Keys as A is what
+// lets any block of the row's list be a tile row: each warp loads the two blocks it owns from its
+// own cp.async ring (launch_sparse_key_blocks' layout: 16 bytes per lane, no bank conflicts), so
+// a step needs no barrier; the four rows of a CTA are adjacent rows of one request and share most
+// blocks through L1. wgmma runs the int8 rate at N = 32 (bench/micro/mma_rate.cu, run 52: 1.9
+// POPS against mma.sync's 1.27).
+//
+// Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
+// + 8j) are the heads t, t+4, ..., t+28 of chain lane t, in chain order, for its two keys (rows g
+// and g+8 of its warp). The whole bf16 chain of a key then runs in one thread, two keys per
+// instruction.
+//
+// Epilogue per head cell (split route of fp4_mma.cuh): S = A*mA + B*mB (two IMAD, the float bits
+// of 2^23 added on the way), S*sq = fma(bits, sq, -2^23 sq) exactly; then per two keys: relu and
+// bf16 rounding (cvt.rn.relu.bf16x2), the key scale applied in bf16 (exact: sq*sk and S*sq*sk
+// stay normal, so bf16(S sq) sk = bf16(S sq sk)), one fma of the chain.
+namespace dsa::gpu {
+namespace {
+using namespace sparse_slow;
+
+constexpr int kGroups = 4;               // warpgroups (table rows) per CTA: 16 warps, one CTA per SM
+constexpr int kUnits = 4;                // ring depth per warp in steps (a power of two)
+
+// One warp's share of one step: its two blocks' fragments and key scales.
+struct UnitSlot {
+  uint4 frag[2][2][32];  // [block][half][lane]
+  float scale[2][2][8];  // [copy][block][key]: lanes 16..31 write copy 1, never read
+};
+
+// A warp's ring; after the steps its first bytes stage the slow route's keys.
+union WarpRing {
+  UnitSlot unit[kUnits];
+  SlowSmem slow;
+};
+
+struct alignas(1024) GroupSmem {
+  uint8_t q[32 * 128];  // B: the row's split-form query, head-permuted, 128-byte swizzle
+  uint32_t slow_blocks[kTopkBlocks / 32];
+  WarpRing ring[4];
+};
+
+struct Smem {
+  GroupSmem group[kGroups];
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define DSA_SPARSE_WGMMA 1
+
+constexpr uint32_t kBf16x2NegZero = 0x80008000u;  // -0, -0: adding it leaves every value as it is
+
+__device__ __forceinline__ uint64_t smem_desc(const void* p) {
+  const uint32_t a = unsigned(__cvta_generic_to_shared(p));
+  return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);  // 128B swizzle
+}
+
+// d (+)= A * B for one 32-dim k-step: A = this warp's 16 keys (registers), B = 32 heads.
+template <int kAccumulate>
+__device__ __forceinline__ void wgmma_keys(int (&d)[16], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15}, {%16, %17, %18, %19}, %20, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kAccumulate));
+}
+
+// Pins the accumulators around the asynchronous region so no access moves across it.
+__device__ __forceinline__ void pin(int (&d)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void group_sync(int group) {
+  asm volatile("bar.sync %0, 128;" ::"r"(group + 1) : "memory");
+}
+
+// The head in column c of B (see the head order above).
+__device__ __forceinline__ int head_of_column(int c) { return ((c & 7) >> 1) + 8 * (c >> 3) + 4 * (c & 1); }
+
+// Stages the row's split-form query as B (rows = columns c, 128-byte swizzle) and returns this
+// thread's constants of chain steps s = 0..7 (head t + 4s).
+struct RowConsts {
+  int ma[8], mb[8];
+  float sq[8], nsq[8];  // 2^(base-128), -2^23 * 2^(base-128)
+  uint32_t w2[8];       // bf16(weight), twice
+};
+
+__device__ __forceinline__ void stage_query(GroupSmem& sm, const SparseLogitsArgs& a, int row) {
+  const int i = threadIdx.x & 127;
+  const int c = i >> 2, chunk = (i & 3) * 2;  // column c, 16-byte chunks chunk and chunk + 1
+  const uint4* src = reinterpret_cast<const uint4*>(a.qsplit + int64_t(row) * 4096 + head_of_column(c) * 128);
+#pragma unroll
+  for (int k = 0; k < 2; ++k)
+    *reinterpret_cast<uint4*>(sm.q + c * 128 + (((chunk + k) ^ (c & 7)) << 4)) = src[chunk + k];
+}
+
+__device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs& a, int row) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const int h = t + 4 * s;
+    const int2 m = a.qmul[int64_t(row) * 32 + h];
+    r.ma[s] = m.x;
+    r.mb[s] = m.y;
+    r.sq[s] = a.qscale[int64_t(row) * 32 + h];
+    r.nsq[s] = -0x1p23f * r.sq[s];
+    const uint32_t w = soft_bf16_rne(a.weights[int64_t(row) * 32 + h]);
+    r.w2[s] = w | (w << 16);
+  }
+}
+
+// Where this lane copies its step data from and to (blocks of the row's request, ring slot 0).
+struct UnitCopy {
+  const int8_t* frag;   // block 0 of the request, this lane's 16 bytes of half 0
+  const float* scale;   // block 0's scale of key lane & 7
+  unsigned ring;        // this lane's bytes of block 0, half 0, slot 0
+  unsigned ring_scale;  // scale[lane >> 4][(lane >> 3) & 1][lane & 7] of slot 0
+  int safe;             // a block of the row: what entries past its list copy (never stored)
+};
+
+// Starts copying this warp's blocks of step u (list entries first, first + 1; their ids in
+// ids) into slot u % kUnits; one commit group, no branch: entries past the row's nb blocks copy
+// block `safe` instead.
+__device__ __forceinline__ void request_unit(const UnitCopy& c, int u, int2 ids, int first, int nb) {
+  const int lane = threadIdx.x & 31;
+  const unsigned slot = unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
+  const int b0 = first < nb ? ids.x : c.safe, b1 = first + 1 < nb ? ids.y : c.safe;
+  const int8_t* s0 = c.frag + (int64_t(b0) << 10);
+  const int8_t* s1 = c.frag + (int64_t(b1) << 10);
+  static_assert(kKeyBlockBytes == 1024, "blocks addressed by shift");
+  cp_async16(c.ring + slot, s0);
+  cp_async16(c.ring + slot + 512, s0 + 512);
+  cp_async16(c.ring + slot + 1024, s1);
+  cp_async16(c.ring + slot + 1536, s1 + 512);
+  cp_async4(c.ring_scale + slot, c.scale + int64_t((lane & 8) ? b1 : b0) * 8);
+  cp_async_commit();
+}
+
+// The bf16 chain of steps 0..7 for this thread's two keys, then the lane sums: every thread of
+// a quad ends with the scores of keys g (low half) and g + 8 (high half).
+__device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int (&db)[16], const RowConsts& r,
+                                                 uint32_t sk2) {
+  uint32_t acc = 0;  // +0, +0
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const int e = 4 * (s >> 1) + (s & 1);  // key g; key g + 8 at e + 2
+    float f[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int bits = da[e + 2 * k] * r.ma[s] + (db[e + 2 * k] * r.mb[s] + 0x4B000000);  // 2^23 + S
+      f[k] = __fmaf_rn(__int_as_float(bits), r.sq[s], r.nsq[s]);                          // S * sq, exact
+    }
+    const uint32_t av = hw_fma_bf16x2(hw_relu_bf16x2(f[0], f[1]), sk2, kBf16x2NegZero);
+    acc = hw_fma_bf16x2(av, r.w2[s], acc);
+  }
+  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 2));  // lanes 0+2, 1+3
+  return hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));  // (0+2) + (1+3)
+}
+
+struct RowJob {
+  int row, L, valid, nb;
+  int64_t kblk;
+  const int32_t* table;
+  const int32_t* blocks;
+  uint16_t* out;
+};
+
+__device__ __forceinline__ RowJob row_job(const SparseLogitsArgs& a, int i) {
+  RowJob j;
+  j.row = a.rows[i];
+  j.L = a.sel_len[j.row];
+  j.valid = a.valid_len[i];
+  j.nb = (j.valid + 7) / 8;
+  const int req = a.sel_req[j.row];
+  j.kblk = a.req_blk[req];
+  j.table = a.table + int64_t(req) * a.table_width;
+  j.blocks = a.blocks + int64_t(i) * kTopkBlocks;
+  j.out = a.out + int64_t(i) * kCandidateWidth;
+  return j;
+}
+
+__device__ __forceinline__ int2 unit_ids(const RowJob& j, int first) {
+  return first < j.nb ? *reinterpret_cast<const int2*>(j.blocks + first) : make_int2(0, 0);
+}
+
+// Every step of the row; blocks with a key off the fast path are left in sm.slow_blocks.
+__device__ __forceinline__ void score_steps(GroupSmem& sm, const RowJob& j, const RowConsts& r,
+                                            const SparseLogitsArgs& a) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  UnitCopy c;
+  c.frag = a.kbfrag + j.kblk * kKeyBlockBytes + lane * 16;
+  c.scale = a.kbscale + j.kblk * 8 + (lane & 7);
+  c.ring = smem_addr(&sm.ring[w].unit[0].frag[0][0][lane]);
+  c.ring_scale = smem_addr(&sm.ring[w].unit[0].scale[lane >> 4][(lane >> 3) & 1][lane & 7]);
+  c.safe = j.nb > 0 ? j.blocks[0] : 0;
+  const unsigned mine = smem_addr(&sm.ring[w].unit[0]);
+  const uint64_t dq = smem_desc(sm.q);
+  const int nsteps = (j.nb + 7) / 8;
+  // Step u's ids are loaded one request ahead of their copies.
+  int2 next = unit_ids(j, 2 * w);
+#pragma unroll
+  for (int u = 0; u < kUnits - 1; ++u) {
+    const int2 ids = next;
+    next = unit_ids(j, 8 * (u + 1) + 2 * w);
+    request_unit(c, u, ids, 8 * u + 2 * w, j.nb);
+  }
+  for (int u = 0; u < nsteps; ++u) {
+    {
+      const int ahead = u + kUnits - 1;  // into the slot step u - 1 used
+      const int2 ids = next;
+      next = unit_ids(j, 8 * (ahead + 1) + 2 * w);
+      request_unit(c, ahead, ids, 8 * ahead + 2 * w, j.nb);
+    }
+    cp_async_wait<kUnits - 1>();
+    __syncwarp();  // the scales were copied by lanes 0..15 (copy 0)
+    const unsigned s = mine + unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
+    uint4 v[2][2];
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) v[b][h] = lds128(s + b * 1024 + h * 512 + lane * 16);
+    const float sk0 = lds32f(s + 2048 + g * 4), sk1 = lds32f(s + 2048 + 32 + g * 4);
+    // k-step k: rows g (block 0) and g + 8 (block 1), dims 4t.. and 16 + 4t..
+    uint32_t ak[4][4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint4& b0 = v[0][k >> 1];
+      const uint4& b1 = v[1][k >> 1];
+      ak[k][0] = (k & 1) ? b0.z : b0.x;
+      ak[k][1] = (k & 1) ? b1.z : b1.x;
+      ak[k][2] = (k & 1) ? b0.w : b0.y;
+      ak[k][3] = (k & 1) ? b1.w : b1.y;
+    }
+    int da[16], db[16];
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    wgmma_keys<0>(da, ak[0], dq);
+    wgmma_keys<1>(da, ak[1], dq + 2);  // +2 in the descriptor: the next 32 bytes of K
+    wgmma_keys<1>(da, ak[2], dq + 4);
+    wgmma_keys<0>(db, ak[3], dq + 6);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    pin(da);
+    pin(db);
+    const uint32_t sk2 = __byte_perm(__float_as_uint(sk0), __float_as_uint(sk1), 0x7632);
+    const uint32_t sc = chain_scores(da, db, r, sk2);
+    const int i0 = 8 * u + 2 * w;  // list entry of block 0
+    const bool fast0 = __all_sync(0xFFFFFFFFu, sk0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk1 != 0.0f);
+    const int col = 8 * i0 + g + 8 * (t & 1);  // t = 0: key g of block 0; t = 1: key g of block 1
+    const bool fast = (t & 1) ? fast1 : fast0;
+    if (t < 2 && fast && col < j.valid) j.out[col] = uint16_t((t & 1) ? sc >> 16 : sc & 0xFFFFu);
+    if (lane == 0) {
+      if (!fast0 && i0 < j.nb) atomicOr(&sm.slow_blocks[i0 >> 5], 1u << (i0 & 31));
+      if (!fast1 && i0 + 1 < j.nb) atomicOr(&sm.slow_blocks[(i0 + 1) >> 5], 1u << ((i0 + 1) & 31));
+    }
+  }
+  cp_async_wait<0>();
+}
+
+#endif  // DSA_SPARSE_WGMMA
+
+// 4 consecutive split-route rows (order[4 blockIdx.x + group]) per CTA, one per warpgroup.
+__global__ void __launch_bounds__(kGroups * 128, 1) sparse_wgmma_kernel(SparseLogitsArgs a) {
+#ifdef DSA_SPARSE_WGMMA
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  // The swizzle works on absolute shared addresses: B starts on a 1024-byte boundary.
+  const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
+  Smem& all = *reinterpret_cast<Smem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  const int group = threadIdx.x >> 7;
+  const int w = (threadIdx.x >> 5) & 3;
+  GroupSmem& sm = all.group[group];
+  const int slot = blockIdx.x * kGroups + group;
+  if (slot >= a.n_split) return;  // whole warpgroups only: the barriers below are per group
+  const RowJob j = row_job(a, a.order[slot]);
+  stage_query(sm, a, j.row);
+  for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) sm.slow_blocks[i] = 0;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // B is read by wgmma (async proxy)
+  group_sync(group);
+  RowConsts r;
+  load_consts(r, a, j.row);
+  score_steps(sm, j, r, a);
+  group_sync(group);  // slow_blocks complete; each warp's ring is idle (its copies have landed)
+  // The slow route: blocks with a key off the fast path, spread over the group's warps.
+  for (int word = 0; word < kTopkBlocks / 32; ++word)
+    for (uint32_t bits = sm.slow_blocks[word] & (0x11111111u << w); bits != 0; bits &= bits - 1) {
+      const int bi = word * 32 + __ffs(int(bits)) - 1;
+      score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.ring[w].slow);
+    }
+#endif
+}
+
+}  // namespace
+
+bool sparse_wgmma_supported() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
+void launch_sparse_wgmma(const SparseLogitsArgs& a) {
+  if (a.n_split == 0) return;
+  const int smem = int(sizeof(Smem)) + 1024;  // room to align (sparse_wgmma_kernel)
+  DSA_CUDA_CHECK(cudaFuncSetAttribute(sparse_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  sparse_wgmma_kernel<<<unsigned((a.n_split + kGroups - 1) / kGroups), kGroups * 128, smem>>>(a);
+  DSA_LAUNCH_CHECK("sparse_wgmma_kernel");
+}
+
+}  // namespace dsa::gpu
