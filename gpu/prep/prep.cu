@@ -1,5 +1,6 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/fp4_mma.cuh"
+#include "gpu/common/bf16.cuh"
 #include "gpu/prep/prep.cuh"
 
 namespace dsa::gpu {
@@ -142,6 +143,16 @@ __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int
   }
 }
 
+// Whether bf16(w) * scale (scale = 2^(base-128), the head's fast-path scale) is a bf16 value
+// exactly: zero, or normal and finite. The sparse wgmma kernel folds the head's scale into its
+// weight (sparse_wgmma.cu), so split rows must have it for every head.
+__device__ bool folds_into_weight(float w, float scale) {
+  const float wb = bf16_value(soft_bf16_rne(w));
+  if (wb == 0.0f) return true;
+  const float f = wb * scale;
+  return isfinite(f) && fabsf(f) >= 0x1p-126f && f / scale == wb;
+}
+
 // One warp per row, one lane per head.
 __global__ void query_prep_kernel(QueryPrepArgs a) {
   const int i = blockIdx.x, h = threadIdx.x;
@@ -150,7 +161,8 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
   const float scale = prep_vector(a.q + src * 64, a.q_scale + src * 4, a.qs + dst * 128, a.qr + dst * 128,
                                   a.qexp + dst, 12);
   a.qscale[dst] = scale;
-  const bool split = split_vector(a.q + src * 64, a.q_scale + src * 4, a.qsplit + dst * 128, a.qmul + dst);
+  const bool split = split_vector(a.q + src * 64, a.q_scale + src * 4, a.qsplit + dst * 128, a.qmul + dst) &&
+                     folds_into_weight(a.weights[dst], scale);
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
   const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split);
   if (h == 0) {

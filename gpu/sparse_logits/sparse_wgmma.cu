@@ -21,9 +21,12 @@
 // instruction.
 //
 // Epilogue per head cell (split route of fp4_mma.cuh): S = A*mA + B*mB (two IMAD, the float bits
-// of 2^23 added on the way), S*sq = fma(bits, sq, -2^23 sq) exactly; then per two keys: relu and
-// bf16 rounding (cvt.rn.relu.bf16x2), the key scale applied in bf16 (exact: sq*sk and S*sq*sk
-// stay normal, so bf16(S sq) sk = bf16(S sq sk)), one fma of the chain.
+// of 2^23 added on the way), S = bits - 2^23 exactly (|S| < 2^23); then per two keys: relu and
+// bf16 rounding (cvt.rn.relu.bf16x2), the key scale sk applied in bf16, one fma of the chain with
+// the weight w' = bf16(w) * sq. Exact: the reference's a_h = bf16(S sq sk) equals bf16(S) sq sk
+// because S sq sk >= 2^-90 stays normal (|S| >= 1, sq and sk within 2^+-45), so a_h * w equals
+// (bf16(S) sk) * w' as real numbers and the chain's single roundings see the same values; the
+// query prep admits a split row only when every w' is a normal bf16 or zero (folds_into_weight).
 namespace dsa::gpu {
 namespace {
 using namespace sparse_slow;
@@ -92,8 +95,7 @@ __device__ __forceinline__ int head_of_column(int c) { return ((c & 7) >> 1) + 8
 // thread's constants of chain steps s = 0..7 (head t + 4s).
 struct RowConsts {
   int ma[8], mb[8];
-  float sq[8], nsq[8];  // 2^(base-128), -2^23 * 2^(base-128)
-  uint32_t w2[8];       // bf16(weight), twice
+  uint32_t w2[8];  // w' = bf16(weight) * 2^(base-128) as bf16, twice
 };
 
 __device__ __forceinline__ void stage_query(GroupSmem& sm, const SparseLogitsArgs& a, int row) {
@@ -113,9 +115,8 @@ __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs
     const int2 m = a.qmul[int64_t(row) * 32 + h];
     r.ma[s] = m.x;
     r.mb[s] = m.y;
-    r.sq[s] = a.qscale[int64_t(row) * 32 + h];
-    r.nsq[s] = -0x1p23f * r.sq[s];
-    const uint32_t w = soft_bf16_rne(a.weights[int64_t(row) * 32 + h]);
+    const float wf = bf16_value(soft_bf16_rne(a.weights[int64_t(row) * 32 + h])) * a.qscale[int64_t(row) * 32 + h];
+    const uint32_t w = __float_as_uint(wf) >> 16;  // exact (folds_into_weight)
     r.w2[s] = w | (w << 16);
   }
 }
@@ -159,7 +160,7 @@ __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int 
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int bits = da[e + 2 * k] * r.ma[s] + (db[e + 2 * k] * r.mb[s] + 0x4B000000);  // 2^23 + S
-      f[k] = __fmaf_rn(__int_as_float(bits), r.sq[s], r.nsq[s]);                          // S * sq, exact
+      f[k] = __fadd_rn(__int_as_float(bits), -0x1p23f);                                   // S, exact
     }
     const uint32_t av = hw_fma_bf16x2(hw_relu_bf16x2(f[0], f[1]), sk2, kBf16x2NegZero);
     acc = hw_fma_bf16x2(av, r.w2[s], acc);
@@ -216,13 +217,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const RowJob& j, cons
     request_unit(c, u, ids, 8 * u + 2 * w, j.nb);
   }
   for (int u = 0; u < nsteps; ++u) {
-    {
-      const int ahead = u + kUnits - 1;  // into the slot step u - 1 used
-      const int2 ids = next;
-      next = unit_ids(j, 8 * (ahead + 1) + 2 * w);
-      request_unit(c, ahead, ids, 8 * ahead + 2 * w, j.nb);
-    }
-    cp_async_wait<kUnits - 1>();
+    cp_async_wait<kUnits - 2>();  // step u has landed (the groups of steps u + 1 .. u + kUnits - 2 may not)
     __syncwarp();  // the scales were copied by lanes 0..15 (copy 0)
     const unsigned s = mine + unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
     uint4 v[2][2];
@@ -249,13 +244,19 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const RowJob& j, cons
     wgmma_keys<1>(da, ak[2], dq + 4);
     wgmma_keys<0>(db, ak[3], dq + 6);
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    {  // under the wgmma: the copies of step u + kUnits - 1, into the slot step u - 1 used
+      const int ahead = u + kUnits - 1;
+      const int2 ids = next;
+      next = unit_ids(j, 8 * (ahead + 1) + 2 * w);
+      request_unit(c, ahead, ids, 8 * ahead + 2 * w, j.nb);
+    }
+    const uint32_t sk2 = __byte_perm(__float_as_uint(sk0), __float_as_uint(sk1), 0x7632);
+    const bool fast0 = __all_sync(0xFFFFFFFFu, sk0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk1 != 0.0f);
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     pin(da);
     pin(db);
-    const uint32_t sk2 = __byte_perm(__float_as_uint(sk0), __float_as_uint(sk1), 0x7632);
     const uint32_t sc = chain_scores(da, db, r, sk2);
     const int i0 = 8 * u + 2 * w;  // list entry of block 0
-    const bool fast0 = __all_sync(0xFFFFFFFFu, sk0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk1 != 0.0f);
     const int col = 8 * i0 + g + 8 * (t & 1);  // t = 0: key g of block 0; t = 1: key g of block 1
     const bool fast = (t & 1) ? fast1 : fast0;
     if (t < 2 && fast && col < j.valid) j.out[col] = uint16_t((t & 1) ? sc >> 16 : sc & 0xFFFFu);
