@@ -5,9 +5,13 @@
 //   * wgmma m64n32k32 s8 with A (the keys) in registers and B (one row's 32 heads) in shared
 //     memory, 1-4 accumulator sets in flight per warpgroup.
 // Prints TOPS and int8 ops per SM cycle (clock 1980 MHz) for each. Operands are random bytes.
-// Build: nvcc -O3 -gencode arch=compute_90a,code=sm_90a mma_rate.cu
+// Build (repo root): nvcc -O3 -I. -gencode arch=compute_90a,code=sm_90a bench/micro/mma_rate.cu
 #include <cstdint>
 #include <cstdio>
+
+#include "gpu/common/fp4_mma.cuh"  // mma_s8: the sparse kernels' mma.sync
+
+using dsa::gpu::mma_s8;
 
 constexpr int kIters = 2048;
 constexpr int kSms = 132;
@@ -18,14 +22,6 @@ __device__ __forceinline__ uint32_t hash(uint32_t x) {
   x ^= x >> 15;
   x *= 0x846ca68bu;
   return x ^ (x >> 16);
-}
-
-__device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 template <int kChains>

@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/common/check.cuh"
+#include "gpu/common/wgmma_device.cuh"
 #include "gpu/common/cp_async.cuh"
 #include "gpu/dense_logits/dense_common.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
@@ -339,13 +340,7 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 
 }  // namespace
 
-bool dense_wgmma_supported() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major == 9 && minor == 0;
-}
+bool dense_wgmma_supported() { return wgmma_device(); }
 
 void launch_dense_wgmma(const DenseWgmmaArgs& a) {
   if (a.ntiles == 0 || a.max_len == 0) return;

@@ -3,6 +3,7 @@
 #include "gpu/common/cp_async.cuh"
 #include "gpu/common/fp4_mma.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
+#include "gpu/sparse_logits/row_job.cuh"
 #include "gpu/sparse_logits/sparse_slow.cuh"
 #include "core/constants.hpp"
 
@@ -226,27 +227,6 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
     }
 }
 
-// Table row i as one warp's job.
-struct RowJob {
-  int row, L, valid;
-  int64_t kblk;  // key block of the request's position 0
-  const int32_t* table;
-  const int32_t* blocks;
-  uint16_t* out;
-};
-
-__device__ __forceinline__ RowJob row_job(const SparseLogitsArgs& a, int i) {
-  RowJob j;
-  j.row = a.rows[i];
-  j.L = a.sel_len[j.row];
-  j.valid = a.valid_len[i];
-  const int req = a.sel_req[j.row];
-  j.kblk = a.req_blk[req];
-  j.table = a.table + int64_t(req) * a.table_width;
-  j.blocks = a.blocks + int64_t(i) * kTopkBlocks;
-  j.out = a.out + int64_t(i) * kCandidateWidth;
-  return j;
-}
 
 // Rows on the split route (nearly all): a kernel of their own, so that its register budget (and
 // with it the warps per SM that hide the key loads' latency) is not set by the other routes.
@@ -255,7 +235,7 @@ __global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_k
   __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
   const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
   if (w >= a.n_split) return;  // whole warps only: no block-wide barriers below
-  const RowJob j = row_job(a, a.order[w]);
+  const SparseRowJob j = sparse_row_job(a, a.order[w]);
   QueryFrags q;
   load_query_split(q, a.qsplit + int64_t(j.row) * 4096, a.qmul + int64_t(j.row) * 32, a.qscale + int64_t(j.row) * 32);
   float wb[8];
@@ -270,7 +250,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogi
   __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
   const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
   if (w >= a.n - a.n_split) return;
-  const RowJob j = row_job(a, a.order[a.n_split + w]);
+  const SparseRowJob j = sparse_row_job(a, a.order[a.n_split + w]);
   WarpSmem& sm = smem[threadIdx.x >> 5];
   TileSlot* my_ring = ring[threadIdx.x >> 5];
   QueryFrags q;

@@ -12,7 +12,7 @@
 namespace dsa::gpu::sparse_slow {
 
 // One warp's staging of a block's 8 keys.
-struct SlowSmem {
+struct alignas(16) SlowSmem {  // score_block_slow stages keys with 16-byte stores
   int8_t ks[8 * kKeyStride];
   int8_t kr[8 * kKeyStride];
   uint32_t kexp[8];

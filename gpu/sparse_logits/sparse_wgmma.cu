@@ -1,7 +1,9 @@
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/check.cuh"
 #include "gpu/common/cp_async.cuh"
+#include "gpu/common/wgmma_device.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
+#include "gpu/sparse_logits/row_job.cuh"
 #include "gpu/sparse_logits/sparse_slow.cuh"
 
 // Paged sparse logits of the split-route rows on Hopper's wgmma (sm_90a), bit-identical to the
@@ -98,13 +100,13 @@ struct RowConsts {
   uint32_t w2[8];  // w' = bf16(weight) * 2^(base-128) as bf16, twice
 };
 
-__device__ __forceinline__ void stage_query(GroupSmem& sm, const SparseLogitsArgs& a, int row) {
+__device__ __forceinline__ void stage_query(uint8_t* q, const SparseLogitsArgs& a, int row) {
   const int i = threadIdx.x & 127;
   const int c = i >> 2, chunk = (i & 3) * 2;  // column c, 16-byte chunks chunk and chunk + 1
   const uint4* src = reinterpret_cast<const uint4*>(a.qsplit + int64_t(row) * 4096 + head_of_column(c) * 128);
 #pragma unroll
   for (int k = 0; k < 2; ++k)
-    *reinterpret_cast<uint4*>(sm.q + c * 128 + (((chunk + k) ^ (c & 7)) << 4)) = src[chunk + k];
+    *reinterpret_cast<uint4*>(q + c * 128 + (((chunk + k) ^ (c & 7)) << 4)) = src[chunk + k];
 }
 
 __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs& a, int row) {
@@ -169,36 +171,70 @@ __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int 
   return hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));  // (0+2) + (1+3)
 }
 
-struct RowJob {
-  int row, L, valid, nb;
-  int64_t kblk;
-  const int32_t* table;
-  const int32_t* blocks;
-  uint16_t* out;
-};
 
-__device__ __forceinline__ RowJob row_job(const SparseLogitsArgs& a, int i) {
-  RowJob j;
-  j.row = a.rows[i];
-  j.L = a.sel_len[j.row];
-  j.valid = a.valid_len[i];
-  j.nb = (j.valid + 7) / 8;
-  const int req = a.sel_req[j.row];
-  j.kblk = a.req_blk[req];
-  j.table = a.table + int64_t(req) * a.table_width;
-  j.blocks = a.blocks + int64_t(i) * kTopkBlocks;
-  j.out = a.out + int64_t(i) * kCandidateWidth;
-  return j;
-}
-
-__device__ __forceinline__ int2 unit_ids(const RowJob& j, int first) {
+__device__ __forceinline__ int2 unit_ids(const SparseRowJob& j, int first) {
   return first < j.nb ? *reinterpret_cast<const int2*>(j.blocks + first) : make_int2(0, 0);
 }
 
-// Every step of the row; blocks with a key off the fast path are left in sm.slow_blocks.
-__device__ __forceinline__ void score_steps(GroupSmem& sm, const RowJob& j, const RowConsts& r,
+// A block's fragments (this lane's two 16-byte halves) and the scale of key g, read from shared
+// memory at f (launch_sparse_key_blocks' layout) and sc (8 floats).
+struct BlockRegs {
+  uint4 half[2];
+  float sk;
+};
+__device__ __forceinline__ BlockRegs load_block(unsigned f, unsigned sc) {
+  const int lane = threadIdx.x & 31;
+  return BlockRegs{{lds128(f + lane * 16), lds128(f + 512 + lane * 16)}, lds32f(sc + (lane >> 2) * 4)};
+}
+
+// One step of a row: this warp's two blocks (list entries i0, i0 + 1) already in registers.
+// under() runs between the wgmma's commit and its wait. Scores go to j.out; blocks with a key off
+// the fast path are marked in slow_blocks.
+template <class Under>
+__device__ __forceinline__ void score_step(const BlockRegs& b0r, const BlockRegs& b1r, uint64_t dq, const RowConsts& r,
+                                           const SparseRowJob& j, int i0, uint32_t* slow_blocks, Under under) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const uint4 v[2][2] = {{b0r.half[0], b0r.half[1]}, {b1r.half[0], b1r.half[1]}};
+  const float sk0 = b0r.sk, sk1 = b1r.sk;
+  // k-step k: rows g (block 0) and g + 8 (block 1), dims 4t.. and 16 + 4t..
+  uint32_t ak[4][4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint4& b0 = v[0][k >> 1];
+    const uint4& b1 = v[1][k >> 1];
+    ak[k][0] = (k & 1) ? b0.z : b0.x;
+    ak[k][1] = (k & 1) ? b1.z : b1.x;
+    ak[k][2] = (k & 1) ? b0.w : b0.y;
+    ak[k][3] = (k & 1) ? b1.w : b1.y;
+  }
+  int da[16], db[16];
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  wgmma_keys<0>(da, ak[0], dq);
+  wgmma_keys<1>(da, ak[1], dq + 2);  // +2 in the descriptor: the next 32 bytes of K
+  wgmma_keys<1>(da, ak[2], dq + 4);
+  wgmma_keys<0>(db, ak[3], dq + 6);
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  under();
+  const uint32_t sk2 = __byte_perm(__float_as_uint(sk0), __float_as_uint(sk1), 0x7632);
+  const bool fast0 = __all_sync(0xFFFFFFFFu, sk0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk1 != 0.0f);
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  pin(da);
+  pin(db);
+  const uint32_t sc = chain_scores(da, db, r, sk2);
+  const int col = 8 * i0 + g + 8 * (t & 1);  // t = 0: key g of block 0; t = 1: key g of block 1
+  const bool fast = (t & 1) ? fast1 : fast0;
+  if (t < 2 && fast && col < j.valid) j.out[col] = uint16_t((t & 1) ? sc >> 16 : sc & 0xFFFFu);
+  if (lane == 0) {
+    if (!fast0 && i0 < j.nb) atomicOr(&slow_blocks[i0 >> 5], 1u << (i0 & 31));
+    if (!fast1 && i0 + 1 < j.nb) atomicOr(&slow_blocks[(i0 + 1) >> 5], 1u << ((i0 + 1) & 31));
+  }
+}
+
+// Every step of the row from the warp's own cp.async ring; blocks with a key off the fast path
+// are left in sm.slow_blocks.
+__device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j, const RowConsts& r,
                                             const SparseLogitsArgs& a) {
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
   UnitCopy c;
   c.frag = a.kbfrag + j.kblk * kKeyBlockBytes + lane * 16;
   c.scale = a.kbscale + j.kblk * 8 + (lane & 7);
@@ -220,52 +256,35 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const RowJob& j, cons
     cp_async_wait<kUnits - 2>();  // step u has landed (the groups of steps u + 1 .. u + kUnits - 2 may not)
     __syncwarp();  // the scales were copied by lanes 0..15 (copy 0)
     const unsigned s = mine + unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
-    uint4 v[2][2];
-#pragma unroll
-    for (int b = 0; b < 2; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) v[b][h] = lds128(s + b * 1024 + h * 512 + lane * 16);
-    const float sk0 = lds32f(s + 2048 + g * 4), sk1 = lds32f(s + 2048 + 32 + g * 4);
-    // k-step k: rows g (block 0) and g + 8 (block 1), dims 4t.. and 16 + 4t..
-    uint32_t ak[4][4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint4& b0 = v[0][k >> 1];
-      const uint4& b1 = v[1][k >> 1];
-      ak[k][0] = (k & 1) ? b0.z : b0.x;
-      ak[k][1] = (k & 1) ? b1.z : b1.x;
-      ak[k][2] = (k & 1) ? b0.w : b0.y;
-      ak[k][3] = (k & 1) ? b1.w : b1.y;
-    }
-    int da[16], db[16];
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    wgmma_keys<0>(da, ak[0], dq);
-    wgmma_keys<1>(da, ak[1], dq + 2);  // +2 in the descriptor: the next 32 bytes of K
-    wgmma_keys<1>(da, ak[2], dq + 4);
-    wgmma_keys<0>(db, ak[3], dq + 6);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    {  // under the wgmma: the copies of step u + kUnits - 1, into the slot step u - 1 used
+    const BlockRegs b0 = load_block(s, s + 2048), b1 = load_block(s + 1024, s + 2048 + 32);
+    score_step(b0, b1, dq, r, j, 8 * u + 2 * w, sm.slow_blocks, [&] {
+      // under the wgmma: the copies of step u + kUnits - 1, into the slot step u - 1 used
       const int ahead = u + kUnits - 1;
       const int2 ids = next;
       next = unit_ids(j, 8 * (ahead + 1) + 2 * w);
       request_unit(c, ahead, ids, 8 * ahead + 2 * w, j.nb);
-    }
-    const uint32_t sk2 = __byte_perm(__float_as_uint(sk0), __float_as_uint(sk1), 0x7632);
-    const bool fast0 = __all_sync(0xFFFFFFFFu, sk0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk1 != 0.0f);
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    pin(da);
-    pin(db);
-    const uint32_t sc = chain_scores(da, db, r, sk2);
-    const int i0 = 8 * u + 2 * w;  // list entry of block 0
-    const int col = 8 * i0 + g + 8 * (t & 1);  // t = 0: key g of block 0; t = 1: key g of block 1
-    const bool fast = (t & 1) ? fast1 : fast0;
-    if (t < 2 && fast && col < j.valid) j.out[col] = uint16_t((t & 1) ? sc >> 16 : sc & 0xFFFFu);
-    if (lane == 0) {
-      if (!fast0 && i0 < j.nb) atomicOr(&sm.slow_blocks[i0 >> 5], 1u << (i0 & 31));
-      if (!fast1 && i0 + 1 < j.nb) atomicOr(&sm.slow_blocks[(i0 + 1) >> 5], 1u << ((i0 + 1) & 31));
-    }
+    });
   }
   cp_async_wait<0>();
+}
+
+// The slow route of the row: blocks with a key off the fast path, spread over the group's warps.
+__device__ __forceinline__ void slow_pass(const SparseLogitsArgs& a, const SparseRowJob& j,
+                                          const uint32_t* slow_blocks, SlowSmem& sm) {
+  const int w = (threadIdx.x >> 5) & 3;
+  for (int word = 0; word < kTopkBlocks / 32; ++word)
+    for (uint32_t bits = slow_blocks[word] & (0x11111111u << w); bits != 0; bits &= bits - 1) {
+      const int bi = word * 32 + __ffs(int(bits)) - 1;
+      score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
+    }
+}
+
+// Sets up a warpgroup's row: B staged, slow_blocks cleared (the caller syncs the group), the
+// thread's constants.
+__device__ __forceinline__ void start_row(uint8_t* q, uint32_t* slow_blocks, const SparseLogitsArgs& a, int row) {
+  stage_query(q, a, row);
+  for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) slow_blocks[i] = 0;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // B is read by wgmma (async proxy)
 }
 
 #endif  // DSA_SPARSE_WGMMA
@@ -282,33 +301,20 @@ __global__ void __launch_bounds__(kGroups * 128, 1) sparse_wgmma_kernel(SparseLo
   GroupSmem& sm = all.group[group];
   const int slot = blockIdx.x * kGroups + group;
   if (slot >= a.n_split) return;  // whole warpgroups only: the barriers below are per group
-  const RowJob j = row_job(a, a.order[slot]);
-  stage_query(sm, a, j.row);
-  for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) sm.slow_blocks[i] = 0;
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // B is read by wgmma (async proxy)
+  const SparseRowJob j = sparse_row_job(a, a.order[slot]);
+  start_row(sm.q, sm.slow_blocks, a, j.row);
   group_sync(group);
   RowConsts r;
   load_consts(r, a, j.row);
   score_steps(sm, j, r, a);
   group_sync(group);  // slow_blocks complete; each warp's ring is idle (its copies have landed)
-  // The slow route: blocks with a key off the fast path, spread over the group's warps.
-  for (int word = 0; word < kTopkBlocks / 32; ++word)
-    for (uint32_t bits = sm.slow_blocks[word] & (0x11111111u << w); bits != 0; bits &= bits - 1) {
-      const int bi = word * 32 + __ffs(int(bits)) - 1;
-      score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.ring[w].slow);
-    }
+  slow_pass(a, j, sm.slow_blocks, sm.ring[w].slow);
 #endif
 }
 
 }  // namespace
 
-bool sparse_wgmma_supported() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major == 9 && minor == 0;
-}
+bool sparse_wgmma_supported() { return wgmma_device(); }
 
 void launch_sparse_wgmma(const SparseLogitsArgs& a) {
   if (a.n_split == 0) return;
