@@ -399,7 +399,7 @@ void GpuEngine::upload_inputs(const Batch& batch) {
 }
 
 // Key operands of every request: int8 forms and scales, the exponent ranges (wgmma route only),
-// and gpu-sparse's mma fragments.
+// and gpu-sparse's per-block key records (launch_sparse_key_blocks).
 void GpuEngine::prepare_keys() {
   KeyPrepArgs a{pool_.get(), page_size_, table_.get(), table_width_, req_len_.get(), req_start_.get(),
                 nreq_, max_lc_, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};

@@ -83,8 +83,8 @@ class GpuEngine : public Implementation {
     // plan above was built from (empty where the layer has no such plan). replay() checks them.
     DeviceBuffer<int32_t> row_split, row_wgmma;
     std::vector<int32_t> plan_split, plan_wgmma;
-    // [table rows][k]: own top-k (source, plain), or the
-    // consumer's picks on the full table then on the tail table.
+    // [table rows][k]: own top-k (source, plain), or the consumer's picks on the full table then
+    // on the tail table.
     DeviceBuffer<int32_t> picks;
   };
 

@@ -142,9 +142,8 @@ __device__ __forceinline__ void request_tile(const TileCopy& c, int j, int blk) 
 }
 
 template <Route kRoute, class Q>
-__device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int row, const Q& q, const float (&wb)[8],
-                                               const int32_t* blocks, const int32_t* table, int L, int valid,
-                                               int64_t kblk, uint16_t* out, WarpSmem& sm, TileSlot* ring) {
+__device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, const SparseRowJob& job, const Q& q,
+                                               const float (&wb)[8], WarpSmem& sm, TileSlot* ring) {
   static_assert((kDepth & (kDepth - 1)) == 0, "ring slots by mask");
   const int lane = threadIdx.x & 31, g = lane >> 2;
   FastRow r;
@@ -153,11 +152,13 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
     const uint32_t w = __float_as_uint(wb[(g & 1) * 4 + i]) >> 16;
     r.w2[i] = w | (w << 16);
   }
-  const int nb = (valid + 7) / 8;
+  const int nb = job.nb, valid = job.valid;
+  const int32_t* blocks = job.blocks;
+  uint16_t* out = job.out;
   sm.slow_blocks[lane] = 0;
   sm.slow_blocks[lane + 32] = 0;
   __syncwarp();
-  const TileCopy tc = tile_copy(a, kblk, ring);
+  const TileCopy tc = tile_copy(a, job.kblk, ring);
   // Block ids 32 at a time, one per lane; the next window is loaded a window ahead.
   int win = lane < nb ? blocks[lane] : 0;
   int next_win = 32 + lane < nb ? blocks[32 + lane] : 0;
@@ -220,13 +221,8 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, int ro
   }
   cp_async_wait<0>();
   __syncwarp();
-  for (int w = 0; w < kTopkBlocks / 32; ++w)
-    for (uint32_t bits = sm.slow_blocks[w]; bits != 0; bits &= bits - 1) {
-      const int bi = w * 32 + __ffs(int(bits)) - 1;
-      score_block_slow(a, row, table, L, blocks[bi], bi * 8, valid, out, sm.slow);
-    }
+  score_slow_blocks(a, job, sm.slow_blocks, 0xFFFFFFFFu, sm.slow);
 }
-
 
 // Rows on the split route (nearly all): a kernel of their own, so that its register budget (and
 // with it the warps per SM that hide the key loads' latency) is not set by the other routes.
@@ -240,8 +236,7 @@ __global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_k
   load_query_split(q, a.qsplit + int64_t(j.row) * 4096, a.qmul + int64_t(j.row) * 32, a.qscale + int64_t(j.row) * 32);
   float wb[8];
   load_weights(a, j.row, wb);
-  score_row_fast<Route::split>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kblk, j.out, smem[threadIdx.x >> 5],
-                               ring[threadIdx.x >> 5]);
+  score_row_fast<Route::split>(a, j, q, wb, smem[threadIdx.x >> 5], ring[threadIdx.x >> 5]);
 }
 
 // The other rows: four accumulators (float-bits or I2F conversion), or the slow route.
@@ -262,13 +257,12 @@ __global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogi
 #pragma unroll
     for (int h = 0; h < 4; ++h) magic &= q.mul[h][0] + q.mul[h][1] + q.mul[h][2] + q.mul[h][3] <= kMagicMulSum;
     if (__all_sync(0xFFFFFFFFu, magic))
-      score_row_fast<Route::magic4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kblk, j.out, sm, my_ring);
+      score_row_fast<Route::magic4>(a, j, q, wb, sm, my_ring);
     else
-      score_row_fast<Route::i2f4>(a, j.row, q, wb, j.blocks, j.table, j.L, j.valid, j.kblk, j.out, sm, my_ring);
+      score_row_fast<Route::i2f4>(a, j, q, wb, sm, my_ring);
     return;
   }
-  const int nb = (j.valid + 7) / 8;
-  for (int bi = 0; bi < nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.slow);
+  for (int bi = 0; bi < j.nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.slow);
 }
 
 }  // namespace

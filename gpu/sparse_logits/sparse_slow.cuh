@@ -7,6 +7,7 @@
 #include "core/constants.hpp"
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/fp4_mma.cuh"
+#include "gpu/sparse_logits/row_job.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
 
 namespace dsa::gpu::sparse_slow {
@@ -111,6 +112,17 @@ static __device__ __noinline__ void score_block_slow(const SparseLogitsArgs& a, 
   const int c = c0 + 2 * t + g;
   if (lane < 8 && c < valid) out[c] = score;
   __syncwarp();
+}
+
+// The blocks of row job j marked in slow_blocks (bit i = list entry i) that this warp takes
+// (those of `mine`, repeated in every word), scored by the slow route.
+__device__ __forceinline__ void score_slow_blocks(const SparseLogitsArgs& a, const SparseRowJob& j,
+                                                  const uint32_t* slow_blocks, uint32_t mine, SlowSmem& sm) {
+  for (int word = 0; word < kTopkBlocks / 32; ++word)
+    for (uint32_t bits = slow_blocks[word] & mine; bits != 0; bits &= bits - 1) {
+      const int bi = word * 32 + __ffs(int(bits)) - 1;
+      score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
+    }
 }
 
 }  // namespace dsa::gpu::sparse_slow

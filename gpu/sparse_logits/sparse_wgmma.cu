@@ -268,17 +268,6 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
   cp_async_wait<0>();
 }
 
-// The slow route of the row: blocks with a key off the fast path, spread over the group's warps.
-__device__ __forceinline__ void slow_pass(const SparseLogitsArgs& a, const SparseRowJob& j,
-                                          const uint32_t* slow_blocks, SlowSmem& sm) {
-  const int w = (threadIdx.x >> 5) & 3;
-  for (int word = 0; word < kTopkBlocks / 32; ++word)
-    for (uint32_t bits = slow_blocks[word] & (0x11111111u << w); bits != 0; bits &= bits - 1) {
-      const int bi = word * 32 + __ffs(int(bits)) - 1;
-      score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
-    }
-}
-
 // Sets up a warpgroup's row: B staged, slow_blocks cleared (the caller syncs the group), the
 // thread's constants.
 __device__ __forceinline__ void start_row(uint8_t* q, uint32_t* slow_blocks, const SparseLogitsArgs& a, int row) {
@@ -308,7 +297,8 @@ __global__ void __launch_bounds__(kGroups * 128, 1) sparse_wgmma_kernel(SparseLo
   load_consts(r, a, j.row);
   score_steps(sm, j, r, a);
   group_sync(group);  // slow_blocks complete; each warp's ring is idle (its copies have landed)
-  slow_pass(a, j, sm.slow_blocks, sm.ring[w].slow);
+  // The slow route: blocks with a key off the fast path, every fourth one to each of the group's warps.
+  score_slow_blocks(a, j, sm.slow_blocks, 0x11111111u << w, sm.ring[w].slow);
 #endif
 }
 
