@@ -36,16 +36,26 @@ struct GenericRowArgs {
   const int8_t* kr;      // [ncols][128] raw keys
   const uint32_t* kexp;  // [ncols]
 };
-__device__ __forceinline__ float generic_score(const GenericRowArgs& a, int row, int64_t col) {
-  const int lane = threadIdx.x & 31, g = lane >> 2;
+// A row's operands for the generic route, loaded once for several groups of positions.
+struct GenericRow {
   QueryFrags q;
-  load_query(q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32, 0);
   float wl[8];
+};
+__device__ __forceinline__ void load_generic_row(const GenericRowArgs& a, int row, GenericRow& r) {
+  const int g = (threadIdx.x & 31) >> 2;
+  load_query(r.q, a.qr + int64_t(row) * 4096, a.qexp + int64_t(row) * 32, a.qscale + int64_t(row) * 32, 0);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
+  for (int j = 0; j < 8; ++j) r.wl[j] = a.weights[int64_t(row) * 32 + (g >> 1) + 4 * j];
+}
+__device__ __forceinline__ float generic_score(const GenericRowArgs& a, const GenericRow& r, int64_t col) {
   float s[4][2];
-  head_scores_generic(q, a.kr + col * 128, 128, a.kexp + col, s);
-  return dense_epilogue(s, wl);
+  head_scores_generic(r.q, a.kr + col * 128, 128, a.kexp + col, s);
+  return dense_epilogue(s, r.wl);
+}
+__device__ __forceinline__ float generic_score(const GenericRowArgs& a, int row, int64_t col) {
+  GenericRow r;
+  load_generic_row(a, row, r);
+  return generic_score(a, r, col);
 }
 
 }  // namespace dsa::gpu

@@ -3,8 +3,8 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/wgmma_device.cuh"
 #include "gpu/common/cp_async.cuh"
-#include "gpu/dense_logits/dense_common.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
+#include "gpu/dense_logits/wide_keys.cuh"
 
 namespace dsa::gpu {
 namespace {
@@ -200,22 +200,6 @@ struct BlockRows {
   int64_t kcol;
 };
 
-// The positions of this warp's keys whose scale is 0 (not folded), rescored by the generic route.
-__device__ __noinline__ void rescore_wide(const DenseWgmmaArgs& a, const BlockRows& b, int pw, unsigned wide) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const GenericRowArgs ga{a.qr, a.qexp, a.qscale, a.weights, a.kr, a.kexp};
-  for (int half = 0; half < 2; ++half) {
-    if ((wide & (half ? 0xAAAAAAAAu : 0x55555555u)) == 0) continue;  // lanes with t & 1 == half
-    const int pb = pw + 8 * half;
-    for (int r = 0; r < kWgmmaTileRows; ++r) {
-      if (b.rows[r] < 0 || pb >= b.len[r]) continue;
-      const float score = generic_score(ga, b.rows[r], b.kcol + pb);
-      const int p = pb + 2 * t + g;
-      if (lane < 8 && p < b.len[r] && a.kscale[b.kcol + p] == 0.0f) a.out[int64_t(b.rows[r] - a.row0) * a.ld + p] = score;
-    }
-  }
-}
-
 // Where lane (g, t)'s two results of a step go: rows 2 (t >> 1) + i of the block.
 struct RowOut {
   int shift[2], rlen[2];
@@ -235,8 +219,8 @@ __device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, const BlockRo
 }
 
 // The exact epilogue of step s (accumulators d complete, keys in stage buf): writes the scores of
-// the folded keys; returns this warp's ballot of the keys left for the generic route.
-__device__ __forceinline__ unsigned epilogue(const int (&d)[64], const WgmmaSmem& sm, const BlockRows& b, const RowOut& o,
+// the folded keys (the wide ones are launch_dense_wide's).
+__device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const BlockRows& b, const RowOut& o,
                                              int s, int buf) {
   const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
   float part[kWgmmaTileRows][2], res[2];
@@ -248,7 +232,6 @@ __device__ __forceinline__ unsigned epilogue(const int (&d)[64], const WgmmaSmem
 #pragma unroll
   for (int i = 0; i < 2; ++i)
     if (p < o.rlen[i] && ks != 0.0f) o.out[i][p] = __fmul_rn(res[i], __int_as_float(__float_as_int(ks) + o.shift[i]));
-  return __ballot_sync(0xFFFFFFFFu, ks == 0.0f && p < b.p1);
 }
 
 // The steps of one block. kMul: some head needs the in-place multiplier between groups 0-2 and
@@ -257,7 +240,7 @@ __device__ __forceinline__ unsigned epilogue(const int (&d)[64], const WgmmaSmem
 template <bool kMul>
 __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   constexpr int S = kStages;
-  const int warp = threadIdx.x >> 5, t = threadIdx.x & 3;
+  const int t = threadIdx.x & 3;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const int nfull = (b.p1 - b.p0) / kKeys;  // steps with all 64 positions below p1
   const KeyCopy kc = key_copy(sm, a, b.kcol, b.p0);
@@ -300,8 +283,7 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
     wgmma_commit();
     wgmma_wait();
     pin(d);
-    const unsigned wide = epilogue(d, sm, b, o, s, buf);
-    if (wide != 0) rescore_wide(a, b, b.p0 + s * kKeys + 16 * warp, wide);
+    epilogue(d, sm, b, o, s, buf);
   }
 }
 
@@ -349,6 +331,7 @@ void launch_dense_wgmma(const DenseWgmmaArgs& a) {
   DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   dense_wgmma_kernel<<<grid, 128, smem>>>(a);
   DSA_LAUNCH_CHECK("dense_wgmma_kernel");
+  launch_dense_wide(a);
 }
 
 }  // namespace dsa::gpu

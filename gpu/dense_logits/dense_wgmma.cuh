@@ -16,7 +16,8 @@
 //     of 2^-149 (|w''| >= 2^23; the reference's product quantum checked per row against the
 //     request's key exponents), nothing overflows (checked), and rounding is scale-invariant
 //     above 2^-126. The final multiply by F_p is exact.
-// Keys off the folded form (kscale 0) are rescored by the generic route.
+// Keys off the folded form (kscale 0, "wide" keys) are scored by the generic route in a pass after
+// the main kernel (wide_keys.cuh).
 #include <cstdint>
 
 namespace dsa::gpu {
@@ -30,7 +31,7 @@ struct DenseWgmmaArgs {
   const int32_t* qw_shift;  // [nsel] (c + 128) << 23, added to a key scale's bits gives F_p
   const int32_t* tile_rows; // [ntiles][4] selected rows of one request, -1 where none
   int ntiles;
-  // The generic route for wide keys (dense_common.cuh).
+  // The generic route for wide keys (dense_common.cuh, wide_keys.cuh).
   const int8_t* qr;
   const uint32_t* qexp;
   const float* qscale;
@@ -41,6 +42,9 @@ struct DenseWgmmaArgs {
   const float* kscale;      // [ncols] 2^(fmin - 128), 0 = not folded
   const int32_t* sel_len;
   const int64_t* sel_kcol;
+  const int32_t* sel_req;
+  const int32_t* wide_count;  // [nreq] and the lists of groups holding a wide key (launch_request_keys)
+  const int32_t* wide_list;
   int max_len;
   float* out;               // selected row i at out row i - row0 (dense_logits.cuh)
   int64_t ld;

@@ -11,6 +11,7 @@
 #include "gpu/common/poison.cuh"
 #include "gpu/dense_logits/dense_logits.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
+#include "gpu/dense_logits/wide_keys.cuh"
 #include "gpu/gpu_implementations.hpp"
 #include "gpu/prep/prep.cuh"
 #include "gpu/small_topk/small_topk.cuh"
@@ -42,36 +43,6 @@ void gather_rows(const int32_t* src, int width, const int32_t* rows, int n, int3
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// Per request, the lowest and highest minimum group exponent of its folded keys (the wgmma
-// route's admission, gpu/prep), read from the key scales 2^(fmin - 128); {127, 127} for a request
-// without a fast-path key. On the device, so a step reads no key scale back.
-__global__ void key_exponents_kernel(const float* kscale, const int64_t* start, const int32_t* lc, int2* range) {
-  __shared__ int lo_warp[8], hi_warp[8];
-  const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int lo = 1 << 20, hi = -(1 << 20);
-  for (int64_t j = threadIdx.x; j < lc[b]; j += blockDim.x) {
-    const float v = kscale[start[b] + j];
-    if (v == 0.0f) continue;
-    const int fmin = ((__float_as_int(v) >> 23) & 0xFF) + 1;
-    lo = min(lo, fmin);
-    hi = max(hi, fmin);
-  }
-  lo = __reduce_min_sync(0xFFFFFFFFu, lo);
-  hi = __reduce_max_sync(0xFFFFFFFFu, hi);
-  if (lane == 0) lo_warp[warp] = lo, hi_warp[warp] = hi;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < int(blockDim.x / 32); ++w) lo = min(lo, lo_warp[w]), hi = max(hi, hi_warp[w]);
-    range[b] = lo <= hi ? make_int2(lo, hi) : make_int2(127, 127);
-  }
-}
-
-void launch_key_exponents(const float* kscale, const int64_t* start, const int32_t* lc, int nreq, int2* range) {
-  if (nreq == 0) return;
-  key_exponents_kernel<<<nreq, 256>>>(kscale, start, lc, range);
-  DSA_LAUNCH_CHECK("key_exponents_kernel");
-}
 
 // The rows a run computes, ascending global rows: options.rows, or every row when it is empty.
 std::vector<int32_t> selected_rows(const Batch& batch, const RunOptions& options) {
@@ -347,6 +318,10 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
     req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
   }
   req_fexp_.resize(size_t(std::max(batch.requests(), 1)));
+  if (use_wgmma_) {
+    wide_count_.resize(size_t(std::max(batch.requests(), 1)));
+    wide_list_.resize(size_t(wide_list_capacity(ncols_, batch.requests())));
+  }
 
   // The query operands, shared by the layers in stream order.
   const size_t s1 = size_t(std::max(nsel, 1));
@@ -405,9 +380,11 @@ void GpuEngine::prepare_keys() {
                 nreq_, max_lc_, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};
   launch_key_prep(a);
   time("key_prep", nullptr, 0, double(ncols_) * (68 + 2 * 128 + 8), [&] { launch_key_prep(a); });
-  // The exponent ranges serve the wgmma route's admission alone (query prep reads them only with
-  // the wgmma form).
-  if (use_wgmma_) launch_key_exponents(kscale_.get(), req_start_.get(), req_len_.get(), nreq_, req_fexp_.get());
+  // The exponent ranges and wide-key lists serve the dense wgmma route alone (its admission in the
+  // query prep, launch_dense_wide).
+  if (use_wgmma_)
+    launch_request_keys(kscale_.get(), req_start_.get(), req_len_.get(), nreq_, req_fexp_.get(), wide_count_.get(),
+                        wide_list_.get());
   if (path_ == PathKind::sparse) {
     auto blocks = [&] {
       launch_sparse_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_,
@@ -518,7 +495,7 @@ void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, boo
   DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                    t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
                    t.weights.get(), ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
-                   max_len_, dense_.get(), ld_dense_, c.first};
+                   sel_req_.get(), wide_count_.get(), wide_list_.get(), max_len_, dense_.get(), ld_dense_, c.first};
   if (wgmma) launch_dense_wgmma(w);
   if (portable) launch_dense_logits(a);
 }

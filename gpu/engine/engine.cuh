@@ -169,6 +169,7 @@ class GpuEngine : public Implementation {
   DeviceBuffer<uint32_t> kexp_;
   DeviceBuffer<float> kscale_;
   DeviceBuffer<int2> req_fexp_;
+  DeviceBuffer<int32_t> wide_count_, wide_list_;  // the dense wgmma route's wide keys (wide_keys.cuh)
 
   // The current layer's query operands (one layer at a time, in stream order).
   DeviceBuffer<int8_t> qs_, qr_, qsplit_;

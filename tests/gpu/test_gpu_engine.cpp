@@ -74,11 +74,12 @@ void check_steps(PathKind path, const std::string& preset, bool other_values) {
     std::printf("  captured step %s: %lld launches\n", s.step.c_str(), static_cast<long long>(s.launches));
     INFO("step " << s.step);
     const Layer* layer = s.step == "begin" || s.step == "end" ? nullptr : batch.layer(std::stoi(s.step));
-    // key prep, exponent ranges, key fragments; query prep, two dense routes, block amax, block
-    // top-k, tail gather, own top-k (one at topk 512: its check is inside its selection and no
-    // row needs the full-row pass); query prep, two sparse routes, small top-k (gpu-mask: query
-    // prep, two dense routes, mask top-k).
-    const int64_t bound = !layer ? 3 : layer->role == Role::source ? 7 : 4;
+    // key prep, request key facts (exponent ranges, wide-key lists), key fragments; query prep,
+    // two dense routes and the wide-key pass, block amax, block top-k, tail gather, own top-k (one
+    // at topk 512: its check is inside its selection and no row needs the full-row pass); query
+    // prep, two sparse routes, small top-k (gpu-mask: query prep, two dense routes and the wide-key
+    // pass, mask top-k).
+    const int64_t bound = !layer ? 3 : layer->role == Role::source ? 8 : path == PathKind::sparse ? 4 : 5;
     CHECK(s.launches <= bound);
     CHECK((s.step == "end" || s.launches > 0));
   }
