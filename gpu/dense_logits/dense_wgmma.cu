@@ -23,7 +23,7 @@ struct __align__(1024) WgmmaSmem {
   int8_t k[kStages][kKeys * 128];  // A: the keys of a step
   float kscale[kStages][kKeys];
   float4 w[kWgmmaTileRows][4][2];  // [row][t][k / 4]: w'' of heads t + 4 k, k = 0..7 (chain order)
-  int4 mul[kWgmmaTileRows][4][2];
+  int4 mul[3][kWgmmaTileRows][4][2];  // [point][row][t][k / 4]: 2^m before group point + 1's k-step
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -112,9 +112,10 @@ __device__ __forceinline__ void stage_full(const KeyCopy& k, int s, int buf) {
   if (threadIdx.x < kKeys) cp_async4(k.sdst + buf * (kKeys * 4), k.ssrc + s * kKeys);
 }
 
-// The query columns, weights and multipliers of the block's rows; returns whether any head
-// needs the in-place multiplier (a barrier for the whole block).
-__device__ __forceinline__ bool stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
+// The query columns, weights and multipliers of the block's rows. Returns the block's Horner mode
+// (a barrier for the whole block): 0 when no head multiplies, 1 when heads multiply only before
+// group 3 (group 3 far below the others: the common case), 2 when some head multiplies earlier.
+__device__ __forceinline__ int stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
   for (int i = threadIdx.x; i < kCols * 8; i += 128) {
     const int n = i >> 3, c = i & 7;
     const int r = n >> 5, cc = n & 31, head = ((cc & 7) >> 1) + 4 * (2 * (cc >> 3) + (cc & 1));
@@ -126,22 +127,25 @@ __device__ __forceinline__ bool stage_queries(WgmmaSmem& sm, const DenseWgmmaArg
   }
   const int r = threadIdx.x >> 5, h = threadIdx.x & 31;
   float w = 0.0f;
-  int m = 1;
+  int m = 0;  // packed multiplier exponents (gpu/prep)
   if (rows[r] >= 0) {
     w = a.qw_weight[int64_t(rows[r]) * 32 + h];
     m = a.qw_mul[int64_t(rows[r]) * 32 + h];
   }
   reinterpret_cast<float*>(&sm.w[r][h & 3][0])[h >> 2] = w;
-  reinterpret_cast<int*>(&sm.mul[r][h & 3][0])[h >> 2] = m;
-  return __syncthreads_or(m != 1) != 0;
+#pragma unroll
+  for (int p = 0; p < 3; ++p) reinterpret_cast<int*>(&sm.mul[p][r][h & 3][0])[h >> 2] = 1 << ((m >> (8 * p)) & 31);
+  const bool early = __syncthreads_or((m & 0xFFFF) != 0) != 0;
+  const bool late = __syncthreads_or(m != 0) != 0;
+  return early ? 2 : late ? 1 : 0;
 }
 
 // Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): for row r
 // and chain step k (head t + 4 k) that is j = 4 r + k / 2, e = 2 key + (k & 1).
-__device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int t) {
+__device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int point, int t) {
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
-    const int4 m0 = sm.mul[r][t][0], m1 = sm.mul[r][t][1];
+    const int4 m0 = sm.mul[point][r][t][0], m1 = sm.mul[point][r][t][1];
     const int mk[8] = {m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w};
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -234,10 +238,20 @@ __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm
     if (p < o.rlen[i] && ks != 0.0f) o.out[i][p] = __fmul_rn(res[i], __int_as_float(__float_as_int(ks) + o.shift[i]));
 }
 
-// The steps of one block. kMul: some head needs the in-place multiplier between groups 0-2 and
-// group 3 (a template, so the wgmma sequence has no branch inside: ptxas serialises wgmma
-// across divergent paths).
-template <bool kMul>
+// Multiplies the accumulators in place before group point + 1's k-step: the k-steps issued so
+// far must have completed.
+__device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& sm, int point, int t) {
+  wgmma_commit();
+  wgmma_wait();
+  pin(d);
+  apply_mul(d, sm, point, t);
+  pin(d);
+  wgmma_fence();
+}
+
+// The steps of one block. kMode (stage_queries): the multiplies a step needs, a template so the
+// wgmma sequence has no branch inside (ptxas serialises wgmma across divergent paths).
+template <int kMode>
 __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   constexpr int S = kStages;
   const int t = threadIdx.x & 3;
@@ -269,16 +283,11 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
     pin(d);
     wgmma_fence();
     wgmma_s8(d, da, db, 0);  // +2 in the descriptor: the next 32 bytes of K
+    if constexpr (kMode == 2) multiply_between(d, sm, 0, t);
     wgmma_s8(d, da + 2, db + 2, 1);
+    if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
     wgmma_s8(d, da + 4, db + 4, 1);
-    if constexpr (kMul) {
-      wgmma_commit();
-      wgmma_wait();
-      pin(d);
-      apply_mul(d, sm, t);
-      pin(d);
-      wgmma_fence();
-    }
+    if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
     wgmma_s8(d, da + 6, db + 6, 1);
     wgmma_commit();
     wgmma_wait();
@@ -291,8 +300,8 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
 
 
 // One block: up to 4 rows of one request x kChunk positions; one warpgroup. Per step of 64 keys:
-// wgmma m64n128k32 over groups 0-2, the in-place multiplier when a head needs it, group 3, then
-// the exact epilogue. Blocks of other rows overlap their math with this one's (4 per SM).
+// wgmma m64n128k32 over the four groups with the in-place multiplies the block's heads need (one
+// before group 3 in most blocks), then the exact epilogue. Blocks of other rows overlap their math with this one's (4 per SM).
 __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #ifdef DSA_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -311,12 +320,14 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
   if (b.p0 >= lmax) return;
   b.p1 = min(b.p0 + kChunk, lmax);
   b.kcol = a.sel_kcol[b.rows[0]];
-  const bool need_mul = stage_queries(sm, a, b.rows);
+  const int mode = stage_queries(sm, a, b.rows);
   cp_async_commit();
-  if (need_mul)
-    run_steps<true>(sm, a, b);
+  if (mode == 2)
+    run_steps<2>(sm, a, b);
+  else if (mode == 1)
+    run_steps<1>(sm, a, b);
   else
-    run_steps<false>(sm, a, b);
+    run_steps<0>(sm, a, b);
 #endif
 }
 

@@ -3,11 +3,12 @@
 // query prep admits (gpu/prep: the wgmma form); the other rows take launch_dense_logits.
 //
 // Exact route (per head h of a row, per key p):
-//   * one int32 accumulator S: the query's four groups folded to their minimum exponent when they
-//     span at most 3 binades; else groups 0-2 folded to their minimum m012 and group 3 raw, with
-//     the in-place multiplier 2^(m012 - e3) applied to the accumulator between the k-steps; keys
-//     fully folded (key prep).
-//     |S| < 2^24 (checked per head against the largest key value 96).
+//   * one int32 accumulator S, Horner style: the k-steps of groups 0..3 in order, the
+//     accumulator multiplied in place by 2^m[i] before group i's step, group g's query values
+//     shifted left by f[g] <= 3, so that group g weighs 2^(e[g] - base) (gpu/prep, horner_plan).
+//     Most heads span at most 3 binades (no multiply); most others have group 3 far below the
+//     rest (one multiply, before group 3). Keys fully folded (key prep).
+//     |S| < 2^24, and so every partial sum, checked per head against the largest key value 96.
 //   * relu and conversion in one integer max: the bits of max(S, 0) read as a float are exactly
 //     x = S * 2^-149 (subnormal below 2^23, first binade up to 2^24).
 //   * the chain fma(relu(s_h), w_h, acc) runs on x_h with pre-scaled weights w''_h =
@@ -26,7 +27,7 @@ constexpr int kWgmmaTileRows = 4;  // query rows per block: N = 4 x 32 heads
 
 struct DenseWgmmaArgs {
   const int8_t* qw;         // [nsel][32][128] the wgmma form of the queries (natural head order)
-  const int32_t* qw_mul;    // [nsel][32] in-place multiplier of groups 0-2 (1: none)
+  const int32_t* qw_mul;    // [nsel][32] multiplier exponents m1 | m2 << 8 | m3 << 16 (0: none)
   const float* qw_weight;   // [nsel][32] pre-scaled weights w''
   const int32_t* qw_shift;  // [nsel] (c + 128) << 23, added to a key scale's bits gives F_p
   const int32_t* tile_rows; // [ntiles][4] selected rows of one request, -1 where none

@@ -396,32 +396,45 @@ void GpuEngine::prepare_keys() {
 }
 
 // Row tiles of the dense kernels: the rows the query prep admitted to the wgmma route in tiles of
-// up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel).
+// up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel). Rows
+// whose heads multiply before group 1 or 2 (plan 2) get tiles of their own: the kernel runs a
+// whole tile in its most expensive row's mode.
 void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   const int nsel = int(sel_.size());
   std::vector<int32_t> wrows, rest, first, count;
-  auto close_wtile = [&] { while (wrows.size() % kWgmmaTileRows != 0) wrows.push_back(-1); };
-  int wreq = -1, wfill = 0;
-  bool wfresh = false, fresh = false;  // the next row starts a chunk: no tile spans two
+  std::vector<int32_t> part[2];  // this chunk's wgmma tiles of plan-1 rows and of plan-2 rows
+  int wreq[2] = {-1, -1}, wfill[2] = {0, 0}, nw2 = 0;
+  auto pad = [](std::vector<int32_t>& v) { while (v.size() % kWgmmaTileRows != 0) v.push_back(-1); };
+  auto flush = [&] {  // no tile spans two chunks
+    for (int k = 0; k < 2; ++k) {
+      pad(part[k]);
+      wrows.insert(wrows.end(), part[k].begin(), part[k].end());
+      part[k].clear();
+      wfill[k] = kWgmmaTileRows;
+    }
+  };
+  bool fresh = false;  // the next portable row starts a chunk
   slot.wtile_chunk.clear();
   slot.tile_chunk.clear();
   for (int i = 0; i < nsel; ++i) {
     const int req = sel_req_host_[size_t(i)];
     if (i % chunk_rows_ == 0) {
-      close_wtile();
+      flush();
       slot.wtile_chunk.push_back(int32_t(wrows.size()) / kWgmmaTileRows);
       slot.tile_chunk.push_back(int32_t(first.size()));
-      wfresh = fresh = true;
+      fresh = true;
     }
-    if (use_wgmma_ && slot.plan_wgmma[size_t(i)] != 0) {
-      if (wfresh || req != wreq || wfill == kWgmmaTileRows) {
-        wfresh = false;
-        close_wtile();
-        wreq = req;
-        wfill = 0;
+    const int plan = use_wgmma_ ? slot.plan_wgmma[size_t(i)] : 0;
+    if (plan != 0) {
+      const int k = plan == 2 ? 1 : 0;
+      nw2 += k;
+      if (req != wreq[k] || wfill[k] == kWgmmaTileRows) {
+        pad(part[k]);
+        wreq[k] = req;
+        wfill[k] = 0;
       }
-      wrows.push_back(i);
-      ++wfill;
+      part[k].push_back(i);
+      ++wfill[k];
     } else {
       if (fresh || sel_req_host_[size_t(rest.back())] != req || count.back() == kDenseTileRows) {
         fresh = false;
@@ -432,13 +445,14 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
       ++count.back();
     }
   }
-  close_wtile();
+  flush();
   slot.nwtiles = int(wrows.size()) / kWgmmaTileRows;
   slot.wtile_chunk.push_back(slot.nwtiles);
   slot.tile_chunk.push_back(int32_t(first.size()));
   const int nw = nsel - int(rest.size());
-  dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32, " +
-                 std::to_string(rest.size()) + " on mma.sync; ";
+  dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32 (" +
+                 std::to_string(nw2) + " multiplying before groups 1-2), " + std::to_string(rest.size()) +
+                 " on mma.sync; ";
   slot.ntiles = int(first.size());
   if (slot.ntiles > 65535 || slot.nwtiles > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
   const size_t n1 = size_t(std::max(nsel, 1));  // the bounds: the lists' sizes vary with the data

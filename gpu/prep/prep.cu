@@ -91,28 +91,63 @@ __device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8
   return shape_ok && bound * 96 < (int64_t(1) << 23);
 }
 
-// The wgmma form of one query head (dense_wgmma.cuh): all four groups shifted to their minimum
-// exponent when they span at most 3 binades (base = that minimum, no multiplier: the common case,
-// and the kernel then skips the in-place multiply and its extra wait); else groups 0-2 shifted to
-// their minimum m012 and group 3 raw when e3 < m012 (base e3, multiplier 2^(m012 - e3) on groups
-// 0-2). Returns whether the head fits: |S| < 2^24 for any folded key (values <= 96).
-__device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int* mul, int* base) {
-  int e[4];
-  for (int g = 0; g < 4; ++g) e[g] = scales[g];
-  const int m012 = min(min(e[0], e[1]), e[2]);
-  const int m4 = min(m012, e[3]);
-  const bool fold_all = max(max(e[0], e[1]), max(e[2], e[3])) - m4 <= 3;
-  const bool g3_raw = !fold_all && e[3] < m012;
-  const bool shape_ok =
-      fold_all || (g3_raw && max(max(e[0], e[1]), e[2]) - m012 <= 3 && m012 - e[3] <= 20);
-  *base = fold_all ? m4 : e[3];
-  *mul = shape_ok && g3_raw ? 1 << (m012 - e[3]) : 1;
-  int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
-  for (int g = 0; g < 4; ++g) {
-    const int shift = !shape_ok ? 0 : fold_all ? e[g] - m4 : g < 3 ? e[g] - m012 : 0;
-    bound += int64_t(fold_group(payload, g, shift, out)) * (g < 3 ? *mul : 1);
+// A Horner plan for one query head's group exponents e (the wgmma form, dense_wgmma.cuh): the
+// k-steps of groups 0..3 run in order and the accumulator is multiplied by 2^m[i] before group i's
+// step (i = 1..3), group g's values shifted left by f[g] <= 3 (int8: |2q| <= 12, so <= 96). Group g
+// then weighs 2^(f[g] + m[g+1] + .. + m[3]) = 2^(e[g] - base) with base = e[3] - f[3].
+// The plans, cheapest first (each multiply costs the kernel a wait and an integer multiply per
+// accumulator): none when the four groups span at most 3 binades; m[3] alone when groups 0-2 do
+// and group 3 lies below them; else a greedy from group 3 down, each m as small as the next
+// group's shift allows. Fails when a group lies more than 3 binades below the next one (no f[3]
+// in 0..3 works) or a multiplier passes 2^20.
+__device__ bool horner_plan(const int (&e)[4], int (&f)[4], int (&m)[4], int* base) {
+  const int m012 = min(min(e[0], e[1]), e[2]), top012 = max(max(e[0], e[1]), e[2]);
+  m[0] = m[1] = m[2] = m[3] = 0;
+  const bool fold_all = max(top012, e[3]) - min(m012, e[3]) <= 3;
+  if (top012 - m012 <= 3 && (fold_all || e[3] < m012)) {
+    *base = min(m012, e[3]);
+    const int low = fold_all ? *base : m012;  // groups 0-2 shifted from here
+    for (int g = 0; g < 3; ++g) f[g] = e[g] - low;
+    f[3] = e[3] - *base;
+    m[3] = low - *base;
+    return m[3] <= 20;
   }
-  return shape_ok && bound * 96 < (int64_t(1) << 24);
+  for (int f3 = 0; f3 <= 3; ++f3) {
+    *base = e[3] - f3;
+    f[3] = f3;
+    int above = 0;  // m[g+1] + .. + m[3]
+    bool ok = true;
+    for (int g = 2; g >= 0 && ok; --g) {
+      const int need = e[g] - *base - above;
+      m[g + 1] = max(0, need - 3);
+      above += m[g + 1];
+      f[g] = need - m[g + 1];
+      ok = f[g] >= 0 && m[g + 1] <= 20;
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+// The wgmma form of one query head: its groups shifted by the Horner plan, the plan's multiplier
+// exponents packed as m[1] | m[2] << 8 | m[3] << 16 (0: no multiply; most heads span at most 3
+// binades, and the common exception is group 3 far below the others: m[3] alone). Returns whether
+// the head fits: |S| < 2^24 for any folded key (values <= 96).
+__device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int* mul, int* base) {
+  int e[4], f[4], m[4];
+  for (int g = 0; g < 4; ++g) e[g] = scales[g];
+  const bool shape_ok = horner_plan(e, f, m, base);
+  *mul = shape_ok ? m[1] | m[2] << 8 | m[3] << 16 : 0;
+  int64_t bound = 0;  // sum over dims of |q'| times the group's weight 2^(f + above), times 96 below
+  bool fits = shape_ok;
+  int above = shape_ok ? m[1] + m[2] + m[3] : 0;
+  for (int g = 0; g < 4; ++g) {
+    const int sum = fold_group(payload, g, shape_ok ? f[g] : 0, out);
+    if (sum != 0 && above > 24) fits = false;
+    else if (sum != 0) bound += int64_t(sum) << above;
+    if (g < 3 && shape_ok) above -= m[g + 1];
+  }
+  return fits && bound * 96 < (int64_t(1) << 24);
 }
 
 // The wgmma form of row i (one lane per head h): operands, pre-scaled weights w'' = w * 2^(149 +
@@ -122,7 +157,7 @@ __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8
 // overflows.
 __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int64_t dst) {
   constexpr int kNone = 1 << 29;
-  int mul = 1, base = 0;
+  int mul = 0, base = 0;
   const bool head_ok = wgmma_vector(a.q + src * 64, a.q_scale + src * 4, a.qw + dst * 128, &mul, &base);
   const float w = a.weights[dst];
   const int ew = w != 0.0f && isfinite(w) ? ilogbf(w) : 0;
@@ -135,10 +170,11 @@ __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int
   const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
   const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
   const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
+  const bool early = __any_sync(0xFFFFFFFFu, (mul & 0xFFFF) != 0);  // a multiply before group 1 or 2
   a.qw_mul[dst] = mul;
   a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
   if (h == 0) {
-    a.row_wgmma[i] = all ? 1 : 0;
+    a.row_wgmma[i] = all ? (early ? 2 : 1) : 0;
     a.qw_shift[i] = all ? (c + 128) * (1 << 23) : 0;
   }
 }

@@ -46,10 +46,10 @@ struct QueryPrepArgs {
   const int32_t* sel_req;  // [nsel] request of each selected row
   const int2* req_fexp;    // [nreq] {lowest, highest} minimum group exponent of the request's folded keys
   int8_t* qw;              // [nsel][32][128]
-  int32_t* qw_mul;         // [nsel][32]
+  int32_t* qw_mul;         // [nsel][32] Horner multiplier exponents m1 | m2 << 8 | m3 << 16 (gpu/prep)
   float* qw_weight;        // [nsel][32]
   int32_t* qw_shift;       // [nsel]
-  int32_t* row_wgmma;      // [nsel] 1 when the row is exact on the wgmma route
+  int32_t* row_wgmma;      // [nsel] exact on the wgmma route: 1, or 2 when a head multiplies before group 1 or 2; else 0
 };
 void launch_query_prep(const QueryPrepArgs& a);
 
