@@ -183,7 +183,7 @@ BatchSpec edge(const GenerateOptions& o) {
 }
 
 // ---- numerics: the data behind every exact route of the GPU kernels (docs/performance.md):
-// query heads whose group exponents need the wgmma route's in-place multiplier or keep a row off
+// query heads whose group exponents need the wgmma route's in-place multiplies or keep a row off
 // that route, keys whose group exponents span too far for the folded form, huge scores and
 // subnormal ones. Small enough for the CPU reference.
 BatchSpec numerics(const GenerateOptions& o) {

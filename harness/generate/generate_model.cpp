@@ -279,9 +279,10 @@ Shifts key_shifts(KeyStyle style, int64_t pos) {
 }
 
 // QueryStyle::extreme for head h of row r: group 3 far below groups 0-2 on every row (the wgmma
-// route's in-place multiplier), far above them or groups 0-2 spread wide on some rows (rows the
-// wgmma route does not admit), and whole rows moved by 2^30 or 2^-70 (huge scores; tiny ones
-// that meet tiny keys in subnormals).
+// route's one in-place multiply), group 0 far above the others on some rows (its multiplies
+// before groups 1-2), group 3 far above groups 0-2 on some rows (rows the wgmma route does not
+// admit), and whole rows moved by 2^30 or 2^-70 (huge scores; tiny ones that meet tiny keys in
+// subnormals).
 Shifts query_shifts(int r, int h) {
   Shifts sh;
   if (h % 8 == 1) sh.group(3, -6);
