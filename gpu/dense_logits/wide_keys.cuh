@@ -8,6 +8,8 @@
 // Why not inline: rescored in the wgmma kernel, one warp's generic route (global loads of the raw
 // query and keys, double sums) held its whole warpgroup at the next step's wgmma. On chunk-256k
 // that was 12 of the kernel's 59.6 ms for 0.09 % of the keys (device run 4).
+#include <cuda_runtime.h>  // __host__ __device__ for host compilers too
+
 #include <cstdint>
 
 #include "gpu/dense_logits/dense_wgmma.cuh"
