@@ -127,15 +127,15 @@ __device__ __forceinline__ int stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs
   }
   const int r = threadIdx.x >> 5, h = threadIdx.x & 31;
   float w = 0.0f;
-  int m = 0;  // packed multiplier exponents (gpu/prep)
+  int m = 0;  // the head's packed multiplier exponents
   if (rows[r] >= 0) {
     w = a.qw_weight[int64_t(rows[r]) * 32 + h];
     m = a.qw_mul[int64_t(rows[r]) * 32 + h];
   }
   reinterpret_cast<float*>(&sm.w[r][h & 3][0])[h >> 2] = w;
 #pragma unroll
-  for (int p = 0; p < 3; ++p) reinterpret_cast<int*>(&sm.mul[p][r][h & 3][0])[h >> 2] = 1 << ((m >> (8 * p)) & 31);
-  const bool early = __syncthreads_or((m & 0xFFFF) != 0) != 0;
+  for (int p = 0; p < 3; ++p) reinterpret_cast<int*>(&sm.mul[p][r][h & 3][0])[h >> 2] = 1 << multiplier_exponent(m, p);
+  const bool early = __syncthreads_or(multiplies_early(m)) != 0;
   const bool late = __syncthreads_or(m != 0) != 0;
   return early ? 2 : late ? 1 : 0;
 }
@@ -301,7 +301,8 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
 
 // One block: up to 4 rows of one request x kChunk positions; one warpgroup. Per step of 64 keys:
 // wgmma m64n128k32 over the four groups with the in-place multiplies the block's heads need (one
-// before group 3 in most blocks), then the exact epilogue. Blocks of other rows overlap their math with this one's (4 per SM).
+// before group 3 in most blocks), then the exact epilogue. Blocks of other rows overlap their
+// math with this one's (4 per SM).
 __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #ifdef DSA_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];

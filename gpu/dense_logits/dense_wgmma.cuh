@@ -25,9 +25,16 @@ namespace dsa::gpu {
 
 constexpr int kWgmmaTileRows = 4;  // query rows per block: N = 4 x 32 heads
 
+// qw_mul: a head's Horner plan (gpu/prep), the exponent m of the in-place multiply 2^m before the
+// k-step of group point + 1 (point 0..2; 0: none) in bits 8 point .. 8 point + 7.
+constexpr int32_t pack_multipliers(int m1, int m2, int m3) { return m1 | m2 << 8 | m3 << 16; }
+constexpr int multiplier_exponent(int32_t packed, int point) { return (packed >> (8 * point)) & 31; }
+// Whether the plan multiplies before group 1 or 2 (the three-multiply step), not only before group 3.
+constexpr bool multiplies_early(int32_t packed) { return (packed & 0xFFFF) != 0; }
+
 struct DenseWgmmaArgs {
   const int8_t* qw;         // [nsel][32][128] the wgmma form of the queries (natural head order)
-  const int32_t* qw_mul;    // [nsel][32] multiplier exponents m1 | m2 << 8 | m3 << 16 (0: none)
+  const int32_t* qw_mul;    // [nsel][32] the heads' multiplier exponents (pack_multipliers; 0: none)
   const float* qw_weight;   // [nsel][32] pre-scaled weights w''
   const int32_t* qw_shift;  // [nsel] (c + 128) << 23, added to a key scale's bits gives F_p
   const int32_t* tile_rows; // [ntiles][4] selected rows of one request, -1 where none

@@ -1,6 +1,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/fp4_mma.cuh"
 #include "gpu/common/bf16.cuh"
+#include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/prep/prep.cuh"
 
 namespace dsa::gpu {
@@ -130,14 +131,14 @@ __device__ bool horner_plan(const int (&e)[4], int (&f)[4], int (&m)[4], int* ba
 }
 
 // The wgmma form of one query head: its groups shifted by the Horner plan, the plan's multiplier
-// exponents packed as m[1] | m[2] << 8 | m[3] << 16 (0: no multiply; most heads span at most 3
+// exponents packed by pack_multipliers (0: no multiply; most heads span at most 3
 // binades, and the common exception is group 3 far below the others: m[3] alone). Returns whether
 // the head fits: |S| < 2^24 for any folded key (values <= 96).
 __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int* mul, int* base) {
   int e[4], f[4], m[4];
   for (int g = 0; g < 4; ++g) e[g] = scales[g];
   const bool shape_ok = horner_plan(e, f, m, base);
-  *mul = shape_ok ? m[1] | m[2] << 8 | m[3] << 16 : 0;
+  *mul = shape_ok ? pack_multipliers(m[1], m[2], m[3]) : 0;
   int64_t bound = 0;  // sum over dims of |q'| times the group's weight 2^(f + above), times 96 below
   bool fits = shape_ok;
   int above = shape_ok ? m[1] + m[2] + m[3] : 0;
@@ -170,7 +171,7 @@ __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int
   const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
   const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
   const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
-  const bool early = __any_sync(0xFFFFFFFFu, (mul & 0xFFFF) != 0);  // a multiply before group 1 or 2
+  const bool early = __any_sync(0xFFFFFFFFu, multiplies_early(mul));
   a.qw_mul[dst] = mul;
   a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
   if (h == 0) {
