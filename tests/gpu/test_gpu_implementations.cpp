@@ -18,6 +18,19 @@ using namespace dsa;
 
 namespace {
 
+// Sets an environment variable the engine reads when it is made (a route or chunk switch) for one
+// scope; unset again even when a run throws, so no later test case runs with it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // ---------- a batch built in memory ----------
 struct Spec {
   std::vector<int> lc;                 // per request
@@ -342,9 +355,10 @@ TEST_CASE("dense logits: the wgmma route and the portable kernel each give the m
     CHECK(routes.rest > 0);   // rows with a head whose group 0 lies 12 binades above, or zero weights
   }
   check_against_model(b, both, false, all_rows(b));
-  setenv("DSA_DENSE_PORTABLE", "1", 1);
-  const Results portable = gpu::make_gpu_mask()->run(b, o);
-  unsetenv("DSA_DENSE_PORTABLE");
+  const Results portable = [&] {
+    const ScopedEnv env("DSA_DENSE_PORTABLE", "1");
+    return gpu::make_gpu_mask()->run(b, o);
+  }();
   CHECK(dense_routes(portable).wgmma == 0);
   check_against_model(b, portable, false, all_rows(b));
 }
@@ -375,9 +389,10 @@ TEST_CASE("sparse logits: the wgmma route and the portable kernels each give the
     CHECK(wgmma < total);  // rows with a wide query head stay on the mma.sync kernel
   }
   check_against_model(b, both, true, all_rows(b));
-  setenv("DSA_SPARSE_PORTABLE", "1", 1);
-  const Results portable = gpu::make_gpu_sparse()->run(b, o);
-  unsetenv("DSA_SPARSE_PORTABLE");
+  const Results portable = [&] {
+    const ScopedEnv env("DSA_SPARSE_PORTABLE", "1");
+    return gpu::make_gpu_sparse()->run(b, o);
+  }();
   CHECK(sparse_routes(portable).first == 0);
   check_against_model(b, portable, true, all_rows(b));
 }
@@ -437,13 +452,12 @@ TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answ
   // 5: chunks end inside a request and inside row tiles of both dense routes; 1: a chunk a row.
   for (const char* rows : {"5", "1"}) {
     INFO("DSA_SOURCE_CHUNK_ROWS=" << rows);
-    setenv("DSA_SOURCE_CHUNK_ROWS", rows, 1);
-    const Results chunked = gpu::make_gpu_sparse()->run(b, o);
     RunOptions timed = o;  // the timed launches reuse one chunk's buffers; the outputs are redone
     timed.timing = true;
     timed.timing_samples = 20;
+    const ScopedEnv env("DSA_SOURCE_CHUNK_ROWS", rows);
+    const Results chunked = gpu::make_gpu_sparse()->run(b, o);
     const Results chunked_timed = gpu::make_gpu_sparse()->run(b, timed);
-    unsetenv("DSA_SOURCE_CHUNK_ROWS");
     REQUIRE(chunked.rows_done == whole.rows_done);
     REQUIRE(chunked_timed.rows_done == whole.rows_done);
     test::require_identical(b, whole, chunked, "chunked");
