@@ -112,10 +112,16 @@ __device__ __forceinline__ void stage_full(const KeyCopy& k, int s, int buf) {
   if (threadIdx.x < kKeys) cp_async4(k.sdst + buf * (kKeys * 4), k.ssrc + s * kKeys);
 }
 
-// The query columns, weights and multipliers of the block's rows. Returns the block's Horner mode
-// (a barrier for the whole block): 0 when no head multiplies, 1 when heads multiply only before
-// group 3 (group 3 far below the others: the common case), 2 when some head multiplies earlier.
-__device__ __forceinline__ int stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
+// The block's Horner plan: its k-step order (shared by its rows) and its mode: 0 when no head
+// multiplies, 1 when heads multiply only before group 3 (group 3 far below the others: the common
+// case), 2 when some head multiplies before position 1 or 2.
+struct TilePlan {
+  int mode, order;
+};
+
+// The query columns, weights and multipliers of the block's rows; returns the block's plan (a
+// barrier for the whole block).
+__device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
   for (int i = threadIdx.x; i < kCols * 8; i += 128) {
     const int n = i >> 3, c = i & 7;
     const int r = n >> 5, cc = n & 31, head = ((cc & 7) >> 1) + 4 * (2 * (cc >> 3) + (cc & 1));
@@ -136,8 +142,8 @@ __device__ __forceinline__ int stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs
 #pragma unroll
   for (int p = 0; p < 3; ++p) reinterpret_cast<int*>(&sm.mul[p][r][h & 3][0])[h >> 2] = 1 << multiplier_exponent(m, p);
   const bool early = __syncthreads_or(multiplies_early(m)) != 0;
-  const bool late = __syncthreads_or(m != 0) != 0;
-  return early ? 2 : late ? 1 : 0;
+  const bool late = __syncthreads_or(multiplies(m)) != 0;
+  return {early ? 2 : late ? 1 : 0, plan_order(a.qw_mul[int64_t(rows[0]) * 32])};
 }
 
 // Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): for row r
@@ -252,7 +258,7 @@ __device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& 
 // The steps of one block. kMode (stage_queries): the multiplies a step needs, a template so the
 // wgmma sequence has no branch inside (ptxas serialises wgmma across divergent paths).
 template <int kMode>
-__device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+__device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b, int order) {
   constexpr int S = kStages;
   const int t = threadIdx.x & 3;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
@@ -271,6 +277,8 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
   }
   const RowOut o = row_out(a, b, t);
   const uint64_t db = smem_desc(sm.q);
+  // The descriptor offsets of the k-steps in the block's order (group 3 last).
+  const int k0 = 2 * wgmma_order_group(order, 0), k1 = 2 * wgmma_order_group(order, 1), k2 = 2 * wgmma_order_group(order, 2);
   for (int s = 0; s < nsteps; ++s) {
     cp_async_wait<S - 2>();
     fence_proxy_async();
@@ -282,11 +290,11 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
     int d[64];
     pin(d);
     wgmma_fence();
-    wgmma_s8(d, da, db, 0);  // +2 in the descriptor: the next 32 bytes of K
+    wgmma_s8(d, da + k0, db + k0, 0);  // +2 in the descriptor: the next 32 bytes of K
     if constexpr (kMode == 2) multiply_between(d, sm, 0, t);
-    wgmma_s8(d, da + 2, db + 2, 1);
+    wgmma_s8(d, da + k1, db + k1, 1);
     if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
-    wgmma_s8(d, da + 4, db + 4, 1);
+    wgmma_s8(d, da + k2, db + k2, 1);
     if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
     wgmma_s8(d, da + 6, db + 6, 1);
     wgmma_commit();
@@ -321,14 +329,14 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
   if (b.p0 >= lmax) return;
   b.p1 = min(b.p0 + kChunk, lmax);
   b.kcol = a.sel_kcol[b.rows[0]];
-  const int mode = stage_queries(sm, a, b.rows);
+  const TilePlan plan = stage_queries(sm, a, b.rows);
   cp_async_commit();
-  if (mode == 2)
-    run_steps<2>(sm, a, b);
-  else if (mode == 1)
-    run_steps<1>(sm, a, b);
+  if (plan.mode == 2)
+    run_steps<2>(sm, a, b, plan.order);
+  else if (plan.mode == 1)
+    run_steps<1>(sm, a, b, plan.order);
   else
-    run_steps<0>(sm, a, b);
+    run_steps<0>(sm, a, b, plan.order);
 #endif
 }
 

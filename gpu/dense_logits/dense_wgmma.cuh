@@ -25,12 +25,27 @@ namespace dsa::gpu {
 
 constexpr int kWgmmaTileRows = 4;  // query rows per block: N = 4 x 32 heads
 
-// qw_mul: a head's Horner plan (gpu/prep), the exponent m of the in-place multiply 2^m before the
-// k-step of group point + 1 (point 0..2; 0: none) in bits 8 point .. 8 point + 7.
-constexpr int32_t pack_multipliers(int m1, int m2, int m3) { return m1 | m2 << 8 | m3 << 16; }
+// The k-step orders of the route: groups 0-2 in any of 6 orders, group 3 last (the group most
+// often far below the others). A row takes the first order that every head's Horner plan fits
+// (gpu/prep); a row tile shares one order.
+constexpr int kWgmmaOrders = 6;
+// Orders 0..5 put groups 012, 021, 102, 120, 201, 210 at positions 0-2: two bits a position,
+// six an order.
+constexpr uint64_t kWgmmaOrderCodes = 0x24ull | 0x18ull << 6 | 0x21ull << 12 | 0x09ull << 18 | 0x12ull << 24 | 0x06ull << 30;
+constexpr int wgmma_order_group(int order, int pos) {
+  return pos == 3 ? 3 : int(kWgmmaOrderCodes >> (6 * order + 2 * pos) & 3);
+}
+static_assert(wgmma_order_group(0, 1) == 1 && wgmma_order_group(4, 0) == 2 && wgmma_order_group(3, 2) == 0);
+
+// qw_mul: a head's Horner plan (gpu/prep): the exponent m of the in-place multiply 2^m before the
+// k-step at position point + 1 (point 0..2; 0: none) in bits 8 point .. 8 point + 7, the row's
+// k-step order in bits 24-26.
+constexpr int32_t pack_multipliers(int m1, int m2, int m3, int order) { return m1 | m2 << 8 | m3 << 16 | order << 24; }
 constexpr int multiplier_exponent(int32_t packed, int point) { return (packed >> (8 * point)) & 31; }
-// Whether the plan multiplies before group 1 or 2 (the three-multiply step), not only before group 3.
+constexpr int plan_order(int32_t packed) { return (packed >> 24) & 7; }
+// Whether the plan multiplies before position 1 or 2 (the three-multiply step), not only before group 3.
 constexpr bool multiplies_early(int32_t packed) { return (packed & 0xFFFF) != 0; }
+constexpr bool multiplies(int32_t packed) { return (packed & 0xFFFFFF) != 0; }
 
 struct DenseWgmmaArgs {
   const int8_t* qw;         // [nsel][32][128] the wgmma form of the queries (natural head order)

@@ -396,17 +396,20 @@ void GpuEngine::prepare_keys() {
 }
 
 // Row tiles of the dense kernels: the rows the query prep admitted to the wgmma route in tiles of
-// up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel). Rows
-// whose heads multiply before group 1 or 2 (plan 2) get tiles of their own: the kernel runs a
-// whole tile in its most expensive row's mode.
+// up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel). A
+// wgmma tile holds rows of one plan class (row_wgmma - 1: the k-step order, and whether a head
+// multiplies before position 1 or 2): the kernel runs a whole tile in one order, and in its most
+// expensive row's mode.
 void GpuEngine::build_dense_tiles(LayerSlot& slot) {
+  constexpr int kClasses = 2 * kWgmmaOrders;
   const int nsel = int(sel_.size());
   std::vector<int32_t> wrows, rest, first, count;
-  std::vector<int32_t> part[2];  // this chunk's wgmma tiles of plan-1 rows and of plan-2 rows
-  int wreq[2] = {-1, -1}, wfill[2] = {0, 0}, nw2 = 0;
+  std::vector<int32_t> part[kClasses];  // this chunk's wgmma tiles of each class
+  int wreq[kClasses], wfill[kClasses], nw2 = 0, nreordered = 0;
+  std::fill_n(wreq, kClasses, -1);
   auto pad = [](std::vector<int32_t>& v) { while (v.size() % kWgmmaTileRows != 0) v.push_back(-1); };
   auto flush = [&] {  // no tile spans two chunks
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < kClasses; ++k) {
       pad(part[k]);
       wrows.insert(wrows.end(), part[k].begin(), part[k].end());
       part[k].clear();
@@ -426,8 +429,9 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
     }
     const int plan = use_wgmma_ ? slot.plan_wgmma[size_t(i)] : 0;
     if (plan != 0) {
-      const int k = plan == 2 ? 1 : 0;
-      nw2 += k;
+      const int k = plan - 1;
+      nw2 += k & 1;
+      nreordered += k >= 2;
       if (req != wreq[k] || wfill[k] == kWgmmaTileRows) {
         pad(part[k]);
         wreq[k] = req;
@@ -451,8 +455,8 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   slot.tile_chunk.push_back(int32_t(first.size()));
   const int nw = nsel - int(rest.size());
   dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32 (" +
-                 std::to_string(nw2) + " multiplying before groups 1-2), " + std::to_string(rest.size()) +
-                 " on mma.sync; ";
+                 std::to_string(nw2) + " multiplying before groups 1-2, " + std::to_string(nreordered) +
+                 " in another k-step order), " + std::to_string(rest.size()) + " on mma.sync; ";
   slot.ntiles = int(first.size());
   if (slot.ntiles > 65535 || slot.nwtiles > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
   const size_t n1 = size_t(std::max(nsel, 1));  // the bounds: the lists' sizes vary with the data
@@ -854,11 +858,14 @@ void GpuEngine::check_plan(const Batch& batch) {
                                     std::make_tuple(&slot.plan_wgmma, &slot.row_wgmma, "wgmma")}) {
       if (plan->empty()) continue;
       const std::vector<int32_t> admitted = now->to_host(nsel);
+      // A wgmma row tile runs one k-step order (row_wgmma's plan class, build_dense_tiles).
+      const bool ordered = std::string(route) == "wgmma";
+      auto order = [ordered](int32_t v) { return ordered ? (v - 1) / 2 : 0; };
       for (size_t i = 0; i < nsel; ++i)
-        if ((*plan)[i] != 0 && admitted[i] == 0)
+        if ((*plan)[i] != 0 && (admitted[i] == 0 || order(admitted[i]) != order((*plan)[i])))
           throw std::runtime_error(name() + ": replay: layer " + std::to_string(layer.id) + ", row " +
                                    std::to_string(sel_[i]) + " is no longer admitted to the " + route +
-                                   " route the captured plan puts it on (its outputs would be wrong): run the "
+                                   " route, in the k-step order, the captured plan puts it on (its outputs would be wrong): run the "
                                    "batch plainly and capture again");
     }
   }

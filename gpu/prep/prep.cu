@@ -93,15 +93,16 @@ __device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8
 }
 
 // A Horner plan for one query head's group exponents e (the wgmma form, dense_wgmma.cuh): the
-// k-steps of groups 0..3 run in order and the accumulator is multiplied by 2^m[i] before group i's
-// step (i = 1..3), group g's values shifted left by f[g] <= 3 (int8: |2q| <= 12, so <= 96). Group g
-// then weighs 2^(f[g] + m[g+1] + .. + m[3]) = 2^(e[g] - base) with base = e[3] - f[3].
+// k-steps run in the row's order (group wgmma_order_group(order, pos) at position pos, group 3
+// last) and the accumulator is multiplied by 2^m[pos] before position pos's step (pos = 1..3),
+// group g's values shifted left by f[g] <= 3 (int8: |2q| <= 12, so <= 96). The group at position
+// pos then weighs 2^(its f + m[pos+1] + .. + m[3]) = 2^(e - base) with base = e[3] - f[3].
 // The plans, cheapest first (each multiply costs the kernel a wait and an integer multiply per
 // accumulator): none when the four groups span at most 3 binades; m[3] alone when groups 0-2 do
-// and group 3 lies below them; else a greedy from group 3 down, each m as small as the next
-// group's shift allows. Fails when a group lies more than 3 binades below the next one (no f[3]
-// in 0..3 works) or a multiplier passes 2^20.
-__device__ bool horner_plan(const int (&e)[4], int (&f)[4], int (&m)[4], int* base) {
+// and group 3 lies below them (either in any order); else a greedy from position 3 down, each m
+// as small as the next position's shift allows. Fails when a group lies more than 3 binades below
+// the one after it in the order (no f[3] in 0..3 works) or a multiplier passes 2^20.
+__device__ bool horner_plan(const int (&e)[4], int order, int (&f)[4], int (&m)[4], int* base) {
   const int m012 = min(min(e[0], e[1]), e[2]), top012 = max(max(e[0], e[1]), e[2]);
   m[0] = m[1] = m[2] = m[3] = 0;
   const bool fold_all = max(top012, e[3]) - min(m012, e[3]) <= 3;
@@ -116,37 +117,40 @@ __device__ bool horner_plan(const int (&e)[4], int (&f)[4], int (&m)[4], int* ba
   for (int f3 = 0; f3 <= 3; ++f3) {
     *base = e[3] - f3;
     f[3] = f3;
-    int above = 0;  // m[g+1] + .. + m[3]
+    int above = 0;  // m[pos+1] + .. + m[3]
     bool ok = true;
-    for (int g = 2; g >= 0 && ok; --g) {
+    for (int pos = 2; pos >= 0 && ok; --pos) {
+      const int g = wgmma_order_group(order, pos);
       const int need = e[g] - *base - above;
-      m[g + 1] = max(0, need - 3);
-      above += m[g + 1];
-      f[g] = need - m[g + 1];
-      ok = f[g] >= 0 && m[g + 1] <= 20;
+      m[pos + 1] = max(0, need - 3);
+      above += m[pos + 1];
+      f[g] = need - m[pos + 1];
+      ok = f[g] >= 0 && m[pos + 1] <= 20;
     }
     if (ok) return true;
   }
   return false;
 }
 
-// The wgmma form of one query head: its groups shifted by the Horner plan, the plan's multiplier
-// exponents packed by pack_multipliers (0: no multiply; most heads span at most 3
-// binades, and the common exception is group 3 far below the others: m[3] alone). Returns whether
-// the head fits: |S| < 2^24 for any folded key (values <= 96).
-__device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int* mul, int* base) {
+// The wgmma form of one query head under a k-step order: its groups shifted by the Horner plan,
+// the plan packed by pack_multipliers with the order (no multiply: m bits 0; most
+// heads span at most 3 binades, and the common exception is group 3 far below the others: m[3]
+// alone). Returns whether the head fits: |S| < 2^24 for any folded key (values <= 96).
+__device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int order, int8_t* out, int* mul,
+                             int* base) {
   int e[4], f[4], m[4];
   for (int g = 0; g < 4; ++g) e[g] = scales[g];
-  const bool shape_ok = horner_plan(e, f, m, base);
-  *mul = shape_ok ? pack_multipliers(m[1], m[2], m[3]) : 0;
+  const bool shape_ok = horner_plan(e, order, f, m, base);
+  *mul = shape_ok ? pack_multipliers(m[1], m[2], m[3], order) : pack_multipliers(0, 0, 0, order);
   int64_t bound = 0;  // sum over dims of |q'| times the group's weight 2^(f + above), times 96 below
   bool fits = shape_ok;
   int above = shape_ok ? m[1] + m[2] + m[3] : 0;
-  for (int g = 0; g < 4; ++g) {
+  for (int pos = 0; pos < 4; ++pos) {
+    const int g = wgmma_order_group(order, pos);
     const int sum = fold_group(payload, g, shape_ok ? f[g] : 0, out);
     if (sum != 0 && above > 24) fits = false;
     else if (sum != 0) bound += int64_t(sum) << above;
-    if (g < 3 && shape_ok) above -= m[g + 1];
+    if (pos < 3 && shape_ok) above -= m[pos + 1];
   }
   return fits && bound * 96 < (int64_t(1) << 24);
 }
@@ -158,25 +162,29 @@ __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int8
 // overflows.
 __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int64_t dst) {
   constexpr int kNone = 1 << 29;
-  int mul = 0, base = 0;
-  const bool head_ok = wgmma_vector(a.q + src * 64, a.q_scale + src * 4, a.qw + dst * 128, &mul, &base);
   const float w = a.weights[dst];
   const int ew = w != 0.0f && isfinite(w) ? ilogbf(w) : 0;
-  const int c = __reduce_min_sync(0xFFFFFFFFu, w != 0.0f ? ew + base - 130 : kNone);
-  const int top = __reduce_max_sync(0xFFFFFFFFu, w != 0.0f ? ew + base : -kNone);
   const int2 fr = a.req_fexp[a.sel_req[i]];
-  const int k = 149 + base - 256 - c;
-  const bool w_ok = isfinite(w) && (w == 0.0f || ew + k <= 126);
-  // Head scores S * 2^(base + fmin - 256), |S| < 2^24, are exact normal-or-exact floats.
-  const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
-  const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
-  const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
-  const bool early = __any_sync(0xFFFFFFFFu, multiplies_early(mul));
-  a.qw_mul[dst] = mul;
-  a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
-  if (h == 0) {
-    a.row_wgmma[i] = all ? (early ? 2 : 1) : 0;
-    a.qw_shift[i] = all ? (c + 128) * (1 << 23) : 0;
+  for (int order = 0; order < kWgmmaOrders; ++order) {  // the first order that admits the row
+    int mul = 0, base = 0;
+    const bool head_ok = wgmma_vector(a.q + src * 64, a.q_scale + src * 4, order, a.qw + dst * 128, &mul, &base);
+    const int c = __reduce_min_sync(0xFFFFFFFFu, w != 0.0f ? ew + base - 130 : kNone);
+    const int top = __reduce_max_sync(0xFFFFFFFFu, w != 0.0f ? ew + base : -kNone);
+    const int k = 149 + base - 256 - c;
+    const bool w_ok = isfinite(w) && (w == 0.0f || ew + k <= 126);
+    // Head scores S * 2^(base + fmin - 256), |S| < 2^24, are exact normal-or-exact floats.
+    const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
+    const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
+    const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
+    if (!all && order + 1 < kWgmmaOrders) continue;
+    const bool early = __any_sync(0xFFFFFFFFu, multiplies_early(mul));
+    a.qw_mul[dst] = mul;
+    a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
+    if (h == 0) {
+      a.row_wgmma[i] = all ? 1 + (early ? 1 : 0) + 2 * order : 0;
+      a.qw_shift[i] = all ? (c + 128) * (1 << 23) : 0;
+    }
+    return;
   }
 }
 

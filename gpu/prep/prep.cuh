@@ -46,10 +46,10 @@ struct QueryPrepArgs {
   const int32_t* sel_req;  // [nsel] request of each selected row
   const int2* req_fexp;    // [nreq] {lowest, highest} minimum group exponent of the request's folded keys
   int8_t* qw;              // [nsel][32][128]
-  int32_t* qw_mul;         // [nsel][32] Horner multiplier exponents m1 | m2 << 8 | m3 << 16 (gpu/prep)
+  int32_t* qw_mul;         // [nsel][32] Horner plan: multiplier exponents m1 | m2 << 8 | m3 << 16 | order << 24
   float* qw_weight;        // [nsel][32]
   int32_t* qw_shift;       // [nsel]
-  int32_t* row_wgmma;      // [nsel] exact on the wgmma route: 1, or 2 when a head multiplies before group 1 or 2; else 0
+  int32_t* row_wgmma;      // [nsel] exact on the wgmma route: 1 + (a head multiplies before position 1 or 2) + 2 * order; else 0
 };
 void launch_query_prep(const QueryPrepArgs& a);
 

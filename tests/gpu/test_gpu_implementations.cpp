@@ -41,13 +41,14 @@ struct Spec {
   bool plain_only = false;
 };
 
-// gain0 scales group 0 alone: 4096 puts the group exponents far apart (the kernels' generic
-// path), 32 a few binades apart (the dense wgmma route's multiplies before groups 1-2).
-void random_vector(std::mt19937_64& rng, float scale, float gain0, uint8_t* packed, uint8_t* scales) {
+// gain scales group `group` alone: 4096 on group 0 puts the group exponents far apart (the
+// kernels' generic path), 32 a few binades apart (the dense wgmma route's multiplies before
+// groups 1-2; on group 2, in another k-step order).
+void random_vector(std::mt19937_64& rng, float scale, int group, float gain, uint8_t* packed, uint8_t* scales) {
   std::normal_distribution<float> n(0.0f, 1.0f);
   float x[128];
   for (float& v : x) v = n(rng) * scale;
-  for (int d = 0; d < 32; ++d) x[d] *= gain0;
+  for (int d = 32 * group; d < 32 * group + 32; ++d) x[d] *= gain;
   ref::quantize_vector_e2m1(x, packed, scales);
 }
 
@@ -84,7 +85,7 @@ Batch make_batch(const Spec& spec, uint64_t seed) {
   for (int q = 0; q < Q; ++q)
     for (int j = 0; j < spec.lc[size_t(q)]; ++j) {
       const float scale = (j < 4 ? 3.0f : 1.0f) * (1.0f + 2.0f * float(j) / float(spec.lc[size_t(q)]));
-      random_vector(rng, scale, j % 97 == 13 ? 4096.0f : 1.0f, const_cast<uint8_t*>(b.key_payload(q, j)),
+      random_vector(rng, scale, 0, j % 97 == 13 ? 4096.0f : 1.0f, const_cast<uint8_t*>(b.key_payload(q, j)),
                     const_cast<uint8_t*>(b.key_scale(q, j)));
     }
   const int R = b.rows();
@@ -107,8 +108,9 @@ Batch make_batch(const Spec& spec, uint64_t seed) {
     for (int r = 0; r < R; ++r)
       for (int h = 0; h < kHeads; ++h) {
         const size_t i = size_t(r) * kHeads + h;
-        const float gain0 = r % 3 == 1 && h == 5 ? 4096.0f : r % 3 == 2 && h == 9 ? 32.0f : 1.0f;
-        random_vector(rng, 0.5f + 0.1f * float(h % 5), gain0, l.q.data() + i * kPackedDim,
+        const int group = r % 6 == 0 && h == 13 ? 2 : 0;  // r % 6 == 3 stays plain: the sparse split route
+        const float gain = r % 3 == 1 && h == 5 ? 4096.0f : (r % 3 == 2 && h == 9) || group == 2 ? 32.0f : 1.0f;
+        random_vector(rng, 0.5f + 0.1f * float(h % 5), group, gain, l.q.data() + i * kPackedDim,
                       l.q_scale.data() + i * kScaleGroups);
         l.weights[i] = ref::bf16_to_float(ref::bf16_rne(n(rng))) / 64.0f;
       }
@@ -327,17 +329,19 @@ TEST_CASE("topk 1024 and 2048: gpu-sparse and gpu-mask equal the exact CPU model
 }
 
 // The rows' count on each dense route, from the implementation's notes ("dense: N of M rows on
-// wgmma ... (E multiplying before groups 1-2), K on mma.sync").
+// wgmma ... (E multiplying before groups 1-2, R in another k-step order), K on mma.sync").
 struct DenseRoutes {
-  int wgmma = -1, early = -1, rest = -1;
+  int wgmma = -1, early = -1, reordered = -1, rest = -1;
 };
 DenseRoutes dense_routes(const Results& r) {
   DenseRoutes d;
   int total = -1;
   const size_t at = r.notes.find("dense: ");
   if (at != std::string::npos)
-    std::sscanf(r.notes.c_str() + at, "dense: %d of %d rows on wgmma m64n128k32 (%d multiplying before groups 1-2), %d on mma.sync",
-                &d.wgmma, &total, &d.early, &d.rest);
+    std::sscanf(r.notes.c_str() + at,
+                "dense: %d of %d rows on wgmma m64n128k32 (%d multiplying before groups 1-2, %d in another k-step "
+                "order), %d on mma.sync",
+                &d.wgmma, &total, &d.early, &d.reordered, &d.rest);
   return d;
 }
 
@@ -351,7 +355,8 @@ TEST_CASE("dense logits: the wgmma route and the portable kernel each give the m
   INFO(both.notes);
   if (gpu::describe_device().find("sm_90") != std::string::npos) {
     CHECK(routes.wgmma > 0);  // most rows; wide keys (every 97th) are scored by the wide-key pass
-    CHECK(routes.early > 0);  // rows with a head whose group 0 lies 5 binades above the others
+    CHECK(routes.early > 0);      // rows with a head whose group 0 lies 5 binades above the others
+    CHECK(routes.reordered > 0);  // rows with a head whose group 2 does (group 1 more than 3 below it)
     CHECK(routes.rest > 0);   // rows with a head whose group 0 lies 12 binades above, or zero weights
   }
   check_against_model(b, both, false, all_rows(b));
