@@ -13,17 +13,20 @@ constexpr int kKeys = 64;      // M: key positions per step
 constexpr int kStages = 4;     // key stages in flight
 constexpr int kChunk = 2048;   // positions per block
 constexpr int kCols = kWgmmaTileRows * 32;
+constexpr int kRowPad = 36;
 
 // Operands in shared memory in wgmma's 128-byte swizzled K-major layout: rows of 128 bytes (the
 // whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024 bytes
 // (stride byte offset), 1024-aligned; a k32 step starts 32 bytes further. (The no-swizzle layout
 // measured 93 ms on chunk-256k with shared memory the bottleneck: ncu L1 84 %, tensor 18 %.)
 struct __align__(1024) WgmmaSmem {
-  int8_t q[kCols * 128];           // B: column n = 32 r + 8 j + 2 t + par holds head t + 4 (2 j + par) of row r
+  int8_t q[kCols * 128];           // B: column n = 8 j + 2 t + par holds head 2 j + par of row t
   int8_t k[kStages][kKeys * 128];  // A: the keys of a step
   float kscale[kStages][kKeys];
-  float4 w[kWgmmaTileRows][4][2];  // [row][t][k / 4]: w'' of heads t + 4 k, k = 0..7 (chain order)
-  int4 mul[3][kWgmmaTileRows][4][2];  // [point][row][t][k / 4]: 2^m before group point + 1's k-step
+  // [row][head], rows 36 words apart: the four rows' 16-byte reads of one warp instruction
+  // fall in different banks.
+  float w[kWgmmaTileRows][kRowPad];       // w''
+  int mul[3][kWgmmaTileRows][kRowPad];    // [point]: 2^m before position point + 1's k-step
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -124,7 +127,7 @@ struct TilePlan {
 __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmmaArgs& a, const int (&rows)[kWgmmaTileRows]) {
   for (int i = threadIdx.x; i < kCols * 8; i += 128) {
     const int n = i >> 3, c = i & 7;
-    const int r = n >> 5, cc = n & 31, head = ((cc & 7) >> 1) + 4 * (2 * (cc >> 3) + (cc & 1));
+    const int r = (n >> 1) & 3, head = 2 * (n >> 3) + (n & 1);
     int8_t* dst = sm.q + swizzled(n, c);
     if (rows[r] >= 0)
       cp_async16(dst, a.qw + (int64_t(rows[r]) * 32 + head) * 128 + c * 16);
@@ -138,69 +141,50 @@ __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmm
     w = a.qw_weight[int64_t(rows[r]) * 32 + h];
     m = a.qw_mul[int64_t(rows[r]) * 32 + h];
   }
-  reinterpret_cast<float*>(&sm.w[r][h & 3][0])[h >> 2] = w;
+  sm.w[r][h] = w;
 #pragma unroll
-  for (int p = 0; p < 3; ++p) reinterpret_cast<int*>(&sm.mul[p][r][h & 3][0])[h >> 2] = 1 << multiplier_exponent(m, p);
+  for (int p = 0; p < 3; ++p) sm.mul[p][r][h] = 1 << multiplier_exponent(m, p);
   const bool early = __syncthreads_or(multiplies_early(m)) != 0;
   const bool late = __syncthreads_or(multiplies(m)) != 0;
   return {early ? 2 : late ? 1 : 0, plan_order(a.qw_mul[int64_t(rows[0]) * 32])};
 }
 
-// Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): for row r
-// and chain step k (head t + 4 k) that is j = 4 r + k / 2, e = 2 key + (k & 1).
+// Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): row t,
+// head 2 j + (e & 1). So lane (g, t) holds all 32 heads of row t for two keys, and the whole
+// score of each (no shuffles): head h of key `key` is d[acc(h, key)].
+__device__ __forceinline__ constexpr int acc(int h, int key) { return 4 * (h >> 1) + 2 * key + (h & 1); }
+
 __device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int point, int t) {
+  const int4* m4 = reinterpret_cast<const int4*>(sm.mul[point][t]);
 #pragma unroll
-  for (int r = 0; r < kWgmmaTileRows; ++r) {
-    const int4 m0 = sm.mul[point][r][t][0], m1 = sm.mul[point][r][t][1];
-    const int mk[8] = {m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w};
+  for (int c = 0; c < 8; ++c) {
+    const int4 m = m4[c];
+    const int mk[4] = {m.x, m.y, m.z, m.w};
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int j = 4 * r + (k >> 1);
-      d[4 * j + (k & 1)] *= mk[k];
-      d[4 * j + 2 + (k & 1)] *= mk[k];
+    for (int i = 0; i < 4; ++i) {
+      d[acc(4 * c + i, 0)] *= mk[i];
+      d[acc(4 * c + i, 1)] *= mk[i];
     }
   }
 }
 
-// relu(S) as the float x = S * 2^-149 and the chain with the pre-scaled weights: part[r][key],
-// lane t's chain a_t for row r and key 16 warp + g + 8 key.
-__device__ __forceinline__ void chains(const int (&d)[64], const WgmmaSmem& sm, int t, float (&part)[kWgmmaTileRows][2]) {
+// relu(S) as the float x = S * 2^-149 and the reference's sum over heads with the pre-scaled
+// weights: four chains a_c over heads c + 4 k (k ascending), then (a0 + a2) + (a1 + a3).
+__device__ __forceinline__ void scores(const int (&d)[64], const WgmmaSmem& sm, int t, float (&res)[2]) {
+  const float4* w4 = reinterpret_cast<const float4*>(sm.w[t]);
+  float a[2][4] = {};
 #pragma unroll
-  for (int r = 0; r < kWgmmaTileRows; ++r) {
-    const float4 w0 = sm.w[r][t][0], w1 = sm.w[r][t][1];
-    const float wk[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+  for (int k = 0; k < 8; ++k) {
+    const float4 w = w4[k];
+    const float wk[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-    for (int key = 0; key < 2; ++key) {
-      float acc = 0.0f;
+    for (int key = 0; key < 2; ++key)
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int j = 4 * r + (k >> 1);
-        acc = __fmaf_rn(__int_as_float(max(d[4 * j + 2 * key + (k & 1)], 0)), wk[k], acc);
-      }
-      part[r][key] = acc;
-    }
+      for (int c = 0; c < 4; ++c)
+        a[key][c] = __fmaf_rn(__int_as_float(max(d[acc(4 * k + c, key)], 0)), wk[c], a[key][c]);
   }
-}
-
-// (a0 + a2) + (a1 + a3) over the quad, scattered: lane t ends with rows 2 (t >> 1) + i (i = 0, 1)
-// of key 16 warp + g + 8 (t & 1).
-__device__ __forceinline__ void quad_sums(const float (&part)[kWgmmaTileRows][2], int t, float (&res)[2]) {
-  const bool hi = (t & 2) != 0, odd = (t & 1) != 0;
-  float r1[2][2];
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int key = 0; key < 2; ++key) {
-      const float send = hi ? part[i][key] : part[2 + i][key];
-      const float keep = hi ? part[2 + i][key] : part[i][key];
-      r1[i][key] = __fadd_rn(keep, __shfl_xor_sync(0xFFFFFFFFu, send, 2));  // a_t + a_(t^2)
-    }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float send = odd ? r1[i][0] : r1[i][1];
-    const float keep = odd ? r1[i][1] : r1[i][0];
-    res[i] = __fadd_rn(keep, __shfl_xor_sync(0xFFFFFFFFu, send, 1));
-  }
+  for (int key = 0; key < 2; ++key) res[key] = __fadd_rn(__fadd_rn(a[key][0], a[key][2]), __fadd_rn(a[key][1], a[key][3]));
 }
 
 // The block's rows and positions.
@@ -210,21 +194,18 @@ struct BlockRows {
   int64_t kcol;
 };
 
-// Where lane (g, t)'s two results of a step go: rows 2 (t >> 1) + i of the block.
+// Where lane (g, t)'s two results of a step go: row t of the block.
 struct RowOut {
-  int shift[2], rlen[2];
-  float* out[2];
+  int shift, rlen;
+  float* out;
 };
 
-__device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, const BlockRows& b, int t) {
+__device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, int t) {
+  const int row = a.tile_rows[blockIdx.y * kWgmmaTileRows + t];  // not b.rows[t]: a register array
   RowOut o;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = 2 * (t >> 1) + i;
-    o.shift[i] = b.rows[r] >= 0 ? a.qw_shift[b.rows[r]] : 0;
-    o.out[i] = a.out + int64_t(b.rows[r] >= 0 ? b.rows[r] - a.row0 : 0) * a.ld;
-    o.rlen[i] = b.len[r];  // 0 where no row
-  }
+  o.shift = row >= 0 ? a.qw_shift[row] : 0;
+  o.out = a.out + int64_t(row >= 0 ? row - a.row0 : 0) * a.ld;
+  o.rlen = row >= 0 ? a.sel_len[row] : 0;
   return o;
 }
 
@@ -233,15 +214,15 @@ __device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, const BlockRo
 __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const BlockRows& b, const RowOut& o,
                                              int s, int buf) {
   const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-  float part[kWgmmaTileRows][2], res[2];
-  chains(d, sm, t, part);
-  quad_sums(part, t, res);
-  const int m = 16 * warp + g + 8 * (t & 1);
-  const int p = b.p0 + s * kKeys + m;
-  const float ks = sm.kscale[buf][m];
+  float res[2];
+  scores(d, sm, t, res);
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-    if (p < o.rlen[i] && ks != 0.0f) o.out[i][p] = __fmul_rn(res[i], __int_as_float(__float_as_int(ks) + o.shift[i]));
+  for (int key = 0; key < 2; ++key) {
+    const int m = 16 * warp + g + 8 * key;
+    const int p = b.p0 + s * kKeys + m;
+    const float ks = sm.kscale[buf][m];
+    if (p < o.rlen && ks != 0.0f) o.out[p] = __fmul_rn(res[key], __int_as_float(__float_as_int(ks) + o.shift));
+  }
 }
 
 // Multiplies the accumulators in place before group point + 1's k-step: the k-steps issued so
@@ -275,7 +256,7 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
     stage(s);
     cp_async_commit();
   }
-  const RowOut o = row_out(a, b, t);
+  const RowOut o = row_out(a, t);
   const uint64_t db = smem_desc(sm.q);
   // The descriptor offsets of the k-steps in the block's order (group 3 last).
   const int k0 = 2 * wgmma_order_group(order, 0), k1 = 2 * wgmma_order_group(order, 1), k2 = 2 * wgmma_order_group(order, 2);
