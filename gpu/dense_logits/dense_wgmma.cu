@@ -5,24 +5,24 @@
 #include "gpu/common/cp_async.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/dense_logits/wide_keys.cuh"
+#include "gpu/sparse_logits/sparse_logits.cuh"  // kKeyBlockBytes: the key block records
 
 namespace dsa::gpu {
 namespace {
 
-constexpr int kKeys = 64;      // M: key positions per step
-constexpr int kStages = 4;     // key stages in flight
+[[maybe_unused]] constexpr int kKeys = 64;      // M: key positions per step (8 key blocks, 2 a warp)
 constexpr int kChunk = 2048;   // positions per block
 constexpr int kCols = kWgmmaTileRows * 32;
 constexpr int kRowPad = 36;
 
-// Operands in shared memory in wgmma's 128-byte swizzled K-major layout: rows of 128 bytes (the
-// whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024 bytes
-// (stride byte offset), 1024-aligned; a k32 step starts 32 bytes further. (The no-swizzle layout
-// measured 93 ms on chunk-256k with shared memory the bottleneck: ncu L1 84 %, tensor 18 %.)
+// B (the queries) in shared memory in wgmma's 128-byte swizzled K-major layout: rows of 128
+// bytes (the whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024
+// bytes (stride byte offset), 1024-aligned; a k32 step starts 32 bytes further. A (the keys) comes
+// from registers, loaded by each warp straight from the key block records (kKeyBlockBytes): with
+// both operands in shared memory, plus the copies that staged the keys, ncu measured L1/TEX 86 %
+// busy (run 71), the kernel's limit.
 struct __align__(1024) WgmmaSmem {
   int8_t q[kCols * 128];           // B: column n = 8 j + 2 t + par holds head 2 j + par of row t
-  int8_t k[kStages][kKeys * 128];  // A: the keys of a step
-  float kscale[kStages][kKeys];
   // [row][head], rows 36 words apart: the four rows' 16-byte reads of one warp instruction
   // fall in different banks.
   float w[kWgmmaTileRows][kRowPad];       // w''
@@ -49,10 +49,11 @@ __device__ __forceinline__ void pin(int (&d)[64]) {
 // Shared memory written by threads (cp.async, st.shared), read next by wgmma (the async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
-__device__ __forceinline__ void wgmma_s8(int (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+// d (+)= A B for one 32-dim k-step: A = this warp's 16 keys (registers), B = the 128 columns.
+__device__ __forceinline__ void wgmma_s8(int (&d)[64], const uint32_t (&a)[4], uint64_t db, int scale_d) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p;\n}\n"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
         "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
         "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
@@ -61,58 +62,7 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[64], uint64_t da, uint64_t db,
         "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
         "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-      : "l"(da), "l"(db), "r"(scale_d));
-}
-
-// Starts copying the keys of positions pt.. (< p1) and their scales into stage buf (the last,
-// partial step of a block; KeyCopy does the full ones).
-__device__ __forceinline__ void stage_keys(WgmmaSmem& sm, int buf, const DenseWgmmaArgs& a, int64_t kcol, int pt,
-                                           int p1) {
-  for (int i = threadIdx.x; i < kKeys * 8; i += 128) {
-    const int m = i >> 3, c = i & 7;  // 8 threads fill one row
-    int8_t* dst = sm.k[buf] + swizzled(m, c);
-    if (pt + m < p1)
-      cp_async16(dst, a.ks + (kcol + pt + m) * 128 + c * 16);
-    else
-      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-  }
-  if (threadIdx.x < kKeys) {
-    const int pos = pt + threadIdx.x;
-    if (pos < p1)
-      cp_async4(&sm.kscale[buf][threadIdx.x], a.kscale + kcol + pos);
-    else
-      sm.kscale[buf][threadIdx.x] = 1.0f;  // past the end: not a wide key
-  }
-}
-
-// A thread's share of every full key stage, worked out once per block (ncu: the per-step address
-// arithmetic of stage_keys was a fifth of the kernel's instructions): chunk c = tid & 7 of key
-// rows m0 + 16 j (m0 = tid >> 3, j < 4). Those rows share m & 7, so the swizzled destinations are
-// one offset + 2048 j, and step s reads 64 keys (8 KB) further than step 0.
-struct KeyCopy {
-  const int8_t* src;   // chunk c of key row m0 of step 0
-  unsigned dst;        // its place in stage 0
-  const float* ssrc;   // scale of position tid of step 0 (tid < 64)
-  unsigned sdst;
-};
-
-__device__ __forceinline__ KeyCopy key_copy(WgmmaSmem& sm, const DenseWgmmaArgs& a, int64_t kcol, int p0) {
-  const int m0 = threadIdx.x >> 3, c = threadIdx.x & 7;
-  KeyCopy k;
-  k.src = a.ks + (kcol + p0 + m0) * 128 + c * 16;
-  k.dst = smem_addr(sm.k[0] + swizzled(m0, c));
-  k.ssrc = a.kscale + kcol + p0 + threadIdx.x;
-  k.sdst = smem_addr(&sm.kscale[0][threadIdx.x & (kKeys - 1)]);
-  return k;
-}
-
-// Starts copying step s (all 64 positions below p1) into stage buf.
-__device__ __forceinline__ void stage_full(const KeyCopy& k, int s, int buf) {
-  const int8_t* src = k.src + s * (kKeys * 128);
-  const unsigned dst = k.dst + buf * (kKeys * 128);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) cp_async16_cg(dst + j * 2048, src + j * 2048);
-  if (threadIdx.x < kKeys) cp_async4(k.sdst + buf * (kKeys * 4), k.ssrc + s * kKeys);
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
 // The block's Horner plan: its k-step order (shared by its rows) and its mode: 0 when no head
@@ -189,9 +139,9 @@ __device__ __forceinline__ void scores(const int (&d)[64], const WgmmaSmem& sm, 
 
 // The block's rows and positions.
 struct BlockRows {
-  int rows[kWgmmaTileRows], len[kWgmmaTileRows];
+  int rows[kWgmmaTileRows];
   int p0, p1;
-  int64_t kcol;
+  int64_t blk0;  // the key block record of position p0
 };
 
 // Where lane (g, t)'s two results of a step go: row t of the block.
@@ -209,23 +159,64 @@ __device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, int t) {
   return o;
 }
 
-// The exact epilogue of step s (accumulators d complete, keys in stage buf): writes the scores of
-// the folded keys (the wide ones are launch_dense_wide's).
+// A warp's keys of one step: blocks 2 warp and 2 warp + 1 of the step's 8 (keys 16 warp + g and
+// 16 warp + 8 + g for lane (g, t)) as the records hold them, [block][k-steps 0-1, 2-3], and the
+// two keys' scales.
+struct StepKeys {
+  uint4 frag[2][2];
+  float scale[2];
+};
+
+// Loads a step's keys from record `blk` on (the warp's first block), no record past `last`: a
+// step past the block's end reads the last record again, and its scores are never stored.
+__device__ __forceinline__ void load_keys(StepKeys& k, const DenseWgmmaArgs& a, int64_t blk, int64_t last) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t b = min(blk + h, last);
+    const uint4* rec = reinterpret_cast<const uint4*>(a.kbfrag + b * kKeyBlockBytes);
+    k.frag[h][0] = __ldg(rec + lane);
+    k.frag[h][1] = __ldg(rec + 32 + lane);
+    k.scale[h] = __ldg(a.kbscale + b * 8 + (lane >> 2));
+  }
+}
+
+// wgmma reads A's registers asynchronously: keeps them from reuse until after the wait.
+__device__ __forceinline__ void keep(const StepKeys& k) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      asm volatile("" ::"r"(k.frag[h][i].x), "r"(k.frag[h][i].y), "r"(k.frag[h][i].z), "r"(k.frag[h][i].w) : "memory");
+}
+
+// wgmma's A fragment of group kGroup's k-step: rows g (block 0) and g + 8 (block 1), dims 4t..
+// and 16 + 4t.. of the group's 32.
+template <int kGroup>
+__device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
+  const uint4 b0 = k.frag[0][kGroup >> 1], b1 = k.frag[1][kGroup >> 1];
+  f[0] = (kGroup & 1) ? b0.z : b0.x;
+  f[1] = (kGroup & 1) ? b1.z : b1.x;
+  f[2] = (kGroup & 1) ? b0.w : b0.y;
+  f[3] = (kGroup & 1) ? b1.w : b1.y;
+}
+
+// The exact epilogue of step s (accumulators d complete): writes the scores of the folded keys
+// (the wide ones, scale 0, are launch_dense_wide's).
 __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const BlockRows& b, const RowOut& o,
-                                             int s, int buf) {
+                                         int s, const StepKeys& k) {
   const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
   float res[2];
   scores(d, sm, t, res);
 #pragma unroll
   for (int key = 0; key < 2; ++key) {
-    const int m = 16 * warp + g + 8 * key;
-    const int p = b.p0 + s * kKeys + m;
-    const float ks = sm.kscale[buf][m];
+    const int p = b.p0 + s * kKeys + 16 * warp + g + 8 * key;
+    const float ks = k.scale[key];
     if (p < o.rlen && ks != 0.0f) o.out[p] = __fmul_rn(res[key], __int_as_float(__float_as_int(ks) + o.shift));
   }
 }
 
-// Multiplies the accumulators in place before group point + 1's k-step: the k-steps issued so
+// Multiplies the accumulators in place before position point + 1's k-step: the k-steps issued so
 // far must have completed.
 __device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& sm, int point, int t) {
   wgmma_commit();
@@ -236,52 +227,47 @@ __device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& 
   wgmma_fence();
 }
 
-// The steps of one block. kMode (stage_queries): the multiplies a step needs, a template so the
-// wgmma sequence has no branch inside (ptxas serialises wgmma across divergent paths).
-template <int kMode>
-__device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b, int order) {
-  constexpr int S = kStages;
-  const int t = threadIdx.x & 3;
+// The k-step at position kPos of order kOrder.
+template <int kOrder, int kPos>
+__device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t db) {
+  constexpr int gr = wgmma_order_group(kOrder, kPos);
+  uint32_t f[4];
+  fragment<gr>(k, f);
+  wgmma_s8(d, f, db + 2 * gr, kPos == 0 ? 0 : 1);  // +2 in the descriptor: the next 32 bytes of K
+}
+
+// The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
+// order, which matters only when heads multiply before position 1 or 2 (integer sums are exact).
+// Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
+// paths). No barrier: each warp loads its own keys, one step ahead.
+template <int kMode, int kOrder>
+__device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+  const int warp = threadIdx.x >> 5, t = threadIdx.x & 3;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
-  const int nfull = (b.p1 - b.p0) / kKeys;  // steps with all 64 positions below p1
-  const KeyCopy kc = key_copy(sm, a, b.kcol, b.p0);
-  auto stage = [&](int s) {
-    if (s < nfull)
-      stage_full(kc, s, s % S);
-    else if (s < nsteps)
-      stage_keys(sm, s % S, a, b.kcol, b.p0 + s * kKeys, b.p1);
-  };
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
-    stage(s);
-    cp_async_commit();
-  }
+  const int64_t first = b.blk0 + 2 * warp, last = b.blk0 + (b.p1 - b.p0 - 1) / 8;
   const RowOut o = row_out(a, t);
   const uint64_t db = smem_desc(sm.q);
-  // The descriptor offsets of the k-steps in the block's order (group 3 last).
-  const int k0 = 2 * wgmma_order_group(order, 0), k1 = 2 * wgmma_order_group(order, 1), k2 = 2 * wgmma_order_group(order, 2);
+  StepKeys cur;
+  load_keys(cur, a, first, last);
   for (int s = 0; s < nsteps; ++s) {
-    cp_async_wait<S - 2>();
-    fence_proxy_async();
-    __syncthreads();  // this step's keys landed; every wgmma of the last step has completed
-    stage(s + S - 1);
-    cp_async_commit();
-    const int buf = s % S;
-    const uint64_t da = smem_desc(sm.k[buf]);
+    StepKeys next;
+    load_keys(next, a, first + (s + 1) * (kKeys / 8), last);
     int d[64];
     pin(d);
     wgmma_fence();
-    wgmma_s8(d, da + k0, db + k0, 0);  // +2 in the descriptor: the next 32 bytes of K
+    kstep<kOrder, 0>(d, cur, db);
     if constexpr (kMode == 2) multiply_between(d, sm, 0, t);
-    wgmma_s8(d, da + k1, db + k1, 1);
+    kstep<kOrder, 1>(d, cur, db);
     if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
-    wgmma_s8(d, da + k2, db + k2, 1);
+    kstep<kOrder, 2>(d, cur, db);
     if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
-    wgmma_s8(d, da + 6, db + 6, 1);
+    kstep<kOrder, 3>(d, cur, db);
     wgmma_commit();
     wgmma_wait();
     pin(d);
-    epilogue(d, sm, b, o, s, buf);
+    keep(cur);
+    epilogue(d, sm, b, o, s, cur);
+    cur = next;
   }
 }
 
@@ -291,7 +277,7 @@ __device__ __forceinline__ void run_steps(WgmmaSmem& sm, const DenseWgmmaArgs& a
 // One block: up to 4 rows of one request x kChunk positions; one warpgroup. Per step of 64 keys:
 // wgmma m64n128k32 over the four groups with the in-place multiplies the block's heads need (one
 // before group 3 in most blocks), then the exact epilogue. Blocks of other rows overlap their
-// math with this one's (4 per SM).
+// math with this one's (4 per SM: registers).
 __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #ifdef DSA_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -303,21 +289,33 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
     b.rows[r] = a.tile_rows[blockIdx.y * kWgmmaTileRows + r];
-    b.len[r] = b.rows[r] >= 0 ? a.sel_len[b.rows[r]] : 0;
-    lmax = max(lmax, b.len[r]);
+    lmax = max(lmax, b.rows[r] >= 0 ? a.sel_len[b.rows[r]] : 0);
   }
   b.p0 = blockIdx.x * kChunk;
   if (b.p0 >= lmax) return;
   b.p1 = min(b.p0 + kChunk, lmax);
-  b.kcol = a.sel_kcol[b.rows[0]];
+  b.blk0 = a.req_blk[a.sel_req[b.rows[0]]] + b.p0 / 8;
   const TilePlan plan = stage_queries(sm, a, b.rows);
   cp_async_commit();
-  if (plan.mode == 2)
-    run_steps<2>(sm, a, b, plan.order);
+  cp_async_wait<0>();
+  fence_proxy_async();
+  __syncthreads();  // B is in place for every warp's wgmma
+  if (plan.mode == 0)
+    run_steps<0, 0>(sm, a, b);
   else if (plan.mode == 1)
-    run_steps<1>(sm, a, b, plan.order);
+    run_steps<1, 0>(sm, a, b);
+  else if (plan.order == 0)
+    run_steps<2, 0>(sm, a, b);
+  else if (plan.order == 1)
+    run_steps<2, 1>(sm, a, b);
+  else if (plan.order == 2)
+    run_steps<2, 2>(sm, a, b);
+  else if (plan.order == 3)
+    run_steps<2, 3>(sm, a, b);
+  else if (plan.order == 4)
+    run_steps<2, 4>(sm, a, b);
   else
-    run_steps<0>(sm, a, b, plan.order);
+    run_steps<2, 5>(sm, a, b);
 #endif
 }
 

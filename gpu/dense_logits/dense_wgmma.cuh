@@ -68,6 +68,11 @@ struct DenseWgmmaArgs {
   const int32_t* sel_req;
   const int32_t* wide_count;  // [nreq] and the lists of groups holding a wide key (launch_request_keys)
   const int32_t* wide_list;
+  // The main kernel's keys: ks and kscale as 1 KB records of 8 positions (launch_sparse_key_blocks),
+  // request r's position 0 in record req_blk[r].
+  const int8_t* kbfrag;
+  const float* kbscale;
+  const int64_t* req_blk;
   int max_len;
   float* out;               // selected row i at out row i - row0 (dense_logits.cuh)
   int64_t ld;

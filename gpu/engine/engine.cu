@@ -310,7 +310,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
     kexp_.fill_bytes(0x80, cols);
     kscale_.fill_bytes(0, cols);
   }
-  if (path_ == PathKind::sparse) {
+  if (key_records()) {
     std::vector<int64_t> req_blk;
     const int64_t nblk = key_block_starts(batch.compressed_len, req_blk);
     kbfrag_.resize(size_t(nblk + 1) * kKeyBlockBytes);
@@ -374,7 +374,7 @@ void GpuEngine::upload_inputs(const Batch& batch) {
 }
 
 // Key operands of every request: int8 forms and scales, the exponent ranges (wgmma route only),
-// and gpu-sparse's per-block key records (launch_sparse_key_blocks).
+// and the per-block key records of gpu-sparse and of the dense wgmma kernel (launch_sparse_key_blocks).
 void GpuEngine::prepare_keys() {
   KeyPrepArgs a{pool_.get(), page_size_, table_.get(), table_width_, req_len_.get(), req_start_.get(),
                 nreq_, max_lc_, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};
@@ -385,7 +385,7 @@ void GpuEngine::prepare_keys() {
   if (use_wgmma_)
     launch_request_keys(kscale_.get(), req_start_.get(), req_len_.get(), nreq_, req_fexp_.get(), wide_count_.get(),
                         wide_list_.get());
-  if (path_ == PathKind::sparse) {
+  if (key_records()) {
     auto blocks = [&] {
       launch_sparse_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_,
                                max_lc_, kbfrag_.get(), kbscale_.get());
@@ -513,7 +513,8 @@ void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, boo
   DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                    t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
                    t.weights.get(), ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
-                   sel_req_.get(), wide_count_.get(), wide_list_.get(), max_len_, dense_.get(), ld_dense_, c.first};
+                   sel_req_.get(), wide_count_.get(), wide_list_.get(), kbfrag_.get(), kbscale_.get(), req_blk_.get(),
+                   max_len_, dense_.get(), ld_dense_, c.first};
   if (wgmma) launch_dense_wgmma(w);
   if (portable) launch_dense_logits(a);
 }
