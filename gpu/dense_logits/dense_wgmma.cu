@@ -144,21 +144,6 @@ struct BlockRows {
   int64_t blk0;  // the key block record of position p0
 };
 
-// Where lane (g, t)'s two results of a step go: row t of the block.
-struct RowOut {
-  int shift, rlen;
-  float* out;
-};
-
-__device__ __forceinline__ RowOut row_out(const DenseWgmmaArgs& a, int t) {
-  const int row = a.tile_rows[blockIdx.y * kWgmmaTileRows + t];  // not b.rows[t]: a register array
-  RowOut o;
-  o.shift = row >= 0 ? a.qw_shift[row] : 0;
-  o.out = a.out + int64_t(row >= 0 ? row - a.row0 : 0) * a.ld;
-  o.rlen = row >= 0 ? a.sel_len[row] : 0;
-  return o;
-}
-
 // A warp's keys of one step: blocks 2 warp and 2 warp + 1 of the step's 8 (keys 16 warp + g and
 // 16 warp + 8 + g for lane (g, t)) as the records hold them, [block][k-steps 0-1, 2-3], and the
 // two keys' scales.
@@ -167,17 +152,41 @@ struct StepKeys {
   float scale[2];
 };
 
-// Loads a step's keys from record `blk` on (the warp's first block), no record past `last`: a
-// step past the block's end reads the last record again, and its scores are never stored.
-__device__ __forceinline__ void load_keys(StepKeys& k, const DenseWgmmaArgs& a, int64_t blk, int64_t last) {
-  const int lane = threadIdx.x & 31;
+// Lane (g, t)'s walk through the block: its key records and its outputs (row t, keys 16 warp + g
+// and + 8), as offsets from the block's start so the loop does 32-bit arithmetic.
+struct Lane {
+  const uint4* frag;   // record 0 of the block, this lane's 16 bytes
+  const float* scale;  // record 0's scale of key g
+  int last;            // the block's last record
+  float* out;          // row t, position p0 + 16 warp + g
+  int lim;             // step offset + 8 key < lim: a position of the row
+  int shift;
+};
+
+__device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRows& b) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int row = a.tile_rows[blockIdx.y * kWgmmaTileRows + t];  // not b.rows[t]: a register array
+  const int first = b.p0 + 16 * warp + g;
+  Lane l;
+  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + b.blk0 * kKeyBlockBytes) + lane;
+  l.scale = a.kbscale + b.blk0 * 8 + g;
+  l.last = (b.p1 - b.p0 - 1) >> 3;
+  l.out = a.out + int64_t(row >= 0 ? row - a.row0 : 0) * a.ld + first;
+  l.lim = (row >= 0 ? a.sel_len[row] : 0) - first;
+  l.shift = row >= 0 ? a.qw_shift[row] : 0;
+  return l;
+}
+
+// Loads step s's keys, no record past the block's last: a step past the block's end reads the
+// last record again, and its scores are never stored.
+__device__ __forceinline__ void load_keys(StepKeys& k, const Lane& l, int s) {
+  const int warp = threadIdx.x >> 5;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int64_t b = min(blk + h, last);
-    const uint4* rec = reinterpret_cast<const uint4*>(a.kbfrag + b * kKeyBlockBytes);
-    k.frag[h][0] = __ldg(rec + lane);
-    k.frag[h][1] = __ldg(rec + 32 + lane);
-    k.scale[h] = __ldg(a.kbscale + b * 8 + (lane >> 2));
+    const unsigned r = unsigned(min(s * (kKeys / 8) + 2 * warp + h, l.last));
+    k.frag[h][0] = __ldg(l.frag + r * (kKeyBlockBytes / 16));
+    k.frag[h][1] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 32);
+    k.scale[h] = __ldg(l.scale + r * 8);
   }
 }
 
@@ -203,16 +212,15 @@ __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
 
 // The exact epilogue of step s (accumulators d complete): writes the scores of the folded keys
 // (the wide ones, scale 0, are launch_dense_wide's).
-__device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const BlockRows& b, const RowOut& o,
-                                         int s, const StepKeys& k) {
-  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+__device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const Lane& l, int s,
+                                         const StepKeys& k) {
   float res[2];
-  scores(d, sm, t, res);
+  scores(d, sm, threadIdx.x & 3, res);
 #pragma unroll
   for (int key = 0; key < 2; ++key) {
-    const int p = b.p0 + s * kKeys + 16 * warp + g + 8 * key;
+    const int at = s * kKeys + 8 * key;
     const float ks = k.scale[key];
-    if (p < o.rlen && ks != 0.0f) o.out[p] = __fmul_rn(res[key], __int_as_float(__float_as_int(ks) + o.shift));
+    if (at < l.lim && ks != 0.0f) l.out[at] = __fmul_rn(res[key], __int_as_float(__float_as_int(ks) + l.shift));
   }
 }
 
@@ -240,33 +248,45 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
 // order, which matters only when heads multiply before position 1 or 2 (integer sums are exact).
 // Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
 // paths). No barrier: each warp loads its own keys, one step ahead.
+// One step: the k-steps on keys `cur` (the multiplies kMode asks for between them) while
+// `next` loads step s + 1's, then the epilogue.
+template <int kMode, int kOrder>
+__device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, const StepKeys& cur,
+                                         StepKeys& next) {
+  const int t = threadIdx.x & 3;
+  load_keys(next, l, s + 1);
+  int d[64];
+  pin(d);
+  wgmma_fence();
+  kstep<kOrder, 0>(d, cur, db);
+  if constexpr (kMode == 2) multiply_between(d, sm, 0, t);
+  kstep<kOrder, 1>(d, cur, db);
+  if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
+  kstep<kOrder, 2>(d, cur, db);
+  if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
+  kstep<kOrder, 3>(d, cur, db);
+  wgmma_commit();
+  wgmma_wait();
+  pin(d);
+  keep(cur);
+  epilogue(d, sm, l, s, cur);
+}
+
+// The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
+// order, which matters only when heads multiply before position 1 or 2 (integer sums are exact).
+// Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
+// paths). No barrier: each warp loads its own keys, one step ahead. (Two steps a loop turn, to
+// spare the copy of `next`, spilled.)
 template <int kMode, int kOrder>
 __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
-  const int warp = threadIdx.x >> 5, t = threadIdx.x & 3;
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
-  const int64_t first = b.blk0 + 2 * warp, last = b.blk0 + (b.p1 - b.p0 - 1) / 8;
-  const RowOut o = row_out(a, t);
+  const Lane l = lane_walk(a, b);
   const uint64_t db = smem_desc(sm.q);
   StepKeys cur;
-  load_keys(cur, a, first, last);
+  load_keys(cur, l, 0);
   for (int s = 0; s < nsteps; ++s) {
     StepKeys next;
-    load_keys(next, a, first + (s + 1) * (kKeys / 8), last);
-    int d[64];
-    pin(d);
-    wgmma_fence();
-    kstep<kOrder, 0>(d, cur, db);
-    if constexpr (kMode == 2) multiply_between(d, sm, 0, t);
-    kstep<kOrder, 1>(d, cur, db);
-    if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
-    kstep<kOrder, 2>(d, cur, db);
-    if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
-    kstep<kOrder, 3>(d, cur, db);
-    wgmma_commit();
-    wgmma_wait();
-    pin(d);
-    keep(cur);
-    epilogue(d, sm, b, o, s, cur);
+    one_step<kMode, kOrder>(sm, l, db, s, cur, next);
     cur = next;
   }
 }
