@@ -5,7 +5,7 @@
 #include "gpu/common/cp_async.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/dense_logits/wide_keys.cuh"
-#include "gpu/sparse_logits/sparse_logits.cuh"  // kKeyBlockBytes: the key block records
+#include "gpu/prep/key_blocks.cuh"
 
 namespace dsa::gpu {
 namespace {

@@ -13,6 +13,7 @@
 #include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/dense_logits/wide_keys.cuh"
 #include "gpu/gpu_implementations.hpp"
+#include "gpu/prep/key_blocks.cuh"
 #include "gpu/prep/prep.cuh"
 #include "gpu/small_topk/small_topk.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
@@ -374,7 +375,7 @@ void GpuEngine::upload_inputs(const Batch& batch) {
 }
 
 // Key operands of every request: int8 forms and scales, the exponent ranges (wgmma route only),
-// and the per-block key records of gpu-sparse and of the dense wgmma kernel (launch_sparse_key_blocks).
+// and the per-block key records of gpu-sparse and of the dense wgmma kernel (launch_key_blocks).
 void GpuEngine::prepare_keys() {
   KeyPrepArgs a{pool_.get(), page_size_, table_.get(), table_width_, req_len_.get(), req_start_.get(),
                 nreq_, max_lc_, ks_.get(), kr_.get(), kexp_.get(), kscale_.get()};
@@ -387,8 +388,8 @@ void GpuEngine::prepare_keys() {
                         wide_list_.get());
   if (key_records()) {
     auto blocks = [&] {
-      launch_sparse_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_,
-                               max_lc_, kbfrag_.get(), kbscale_.get());
+      launch_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_, max_lc_,
+                        kbfrag_.get(), kbscale_.get());
     };
     blocks();
     time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * 2, blocks);

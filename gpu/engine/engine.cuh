@@ -159,7 +159,7 @@ class GpuEngine : public Implementation {
   int64_t ncols_ = 0;
   int max_lc_ = 0, nreq_ = 0, page_size_ = 0, table_width_ = 0;
   DeviceBuffer<int8_t> ks_, kr_;
-  // ks_ / kscale_ re-laid per block of 8 positions (launch_sparse_key_blocks), for gpu-sparse's
+  // ks_ / kscale_ re-laid per block of 8 positions (launch_key_blocks), for gpu-sparse's
   // consumer layers and the dense wgmma kernel; req_blk_ [nreq] the block of each request's
   // position 0.
   bool key_records() const { return path_ == PathKind::sparse || use_wgmma_; }

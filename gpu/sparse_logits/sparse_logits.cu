@@ -11,7 +11,7 @@
 // wgmma). One warp scores one table row: 2048 blocks of 8 candidates, 32 heads each.
 //
 // Fast route (keys and query on the fast path of fp4_mma.cuh, nearly all data): the 8 keys of a
-// block come as ready int8 B fragments (launch_sparse_key_blocks: 2 x 16 bytes per lane, no page
+// block come as ready int8 B fragments (launch_key_blocks: 2 x 16 bytes per lane, no page
 // lookup, no decoding), six blocks in flight. Head scores come from fp4_mma.cuh's split route
 // (two accumulators, two IMAD, no int->float conversion) where the query prep admitted the row,
 // else from four accumulators with integer multipliers, converted through the float bits of

@@ -4,12 +4,14 @@
 // the request's page table (only the published blocks' keys are read), with the bf16 epilogue:
 // a = bf16(s) (negatives -> +0), w = bf16(weight), 4 lanes of single-rounding bf16 fmas,
 // bf16(bf16(a0+a2) + bf16(a1+a3)). Keys on the fast path come from the key prep's shifted rows,
-// re-laid per candidate block by launch_sparse_key_blocks; the rest is read through the page table.
+// re-laid per candidate block by launch_key_blocks; the rest is read through the page table.
 // Split-route rows run on wgmma (sparse_wgmma.cu) where the device has it, else on mma.sync.
 #include <cstdint>
 #include <vector>
 
 #include <vector_types.h>  // int2
+
+#include "gpu/prep/key_blocks.cuh"  // the key block records
 
 namespace dsa::gpu {
 
@@ -31,7 +33,7 @@ struct SparseLogitsArgs {
   const int32_t* sel_len;  // [nsel] L
   const int32_t* sel_req;  // [nsel] request
   const int64_t* req_blk;  // [nreq] key block of each request's position 0 (key_block_starts)
-  const int8_t* kbfrag;    // [blocks][kKeyBlockBytes] launch_sparse_key_blocks
+  const int8_t* kbfrag;    // [blocks][kKeyBlockBytes] launch_key_blocks
   const float* kbscale;    // [blocks][8] fast-path key scale, 0 = slow route
   // The table: n rows, each the selected row rows[i], blocks [n][2048], valid_len [n].
   const int32_t* rows;
@@ -50,21 +52,5 @@ void launch_sparse_logits(const SparseLogitsArgs& a);
 // Whether this device runs the wgmma kernel of the split rows (sm_90; elsewhere mma.sync).
 bool sparse_wgmma_supported();
 void launch_sparse_wgmma(const SparseLogitsArgs& a);  // the split rows, order[0, n_split)
-
-// A candidate block (8 positions) of keys in the kernels' layout: [half h][lane][16 bytes], lane
-// = 4g + t holding key g's words (k-step 2h: dims 4t.., 16+4t..; k-step 2h+1: the same). One
-// 16-byte load per lane and half, without bank conflicts, gives a warp the mma fragments of the
-// block's 8 keys (mma.sync B, or wgmma's A rows).
-constexpr int kKeyBlockBytes = 1024;
-
-// Block index of each request's position 0: requests in order, ceil(len / 8) blocks each.
-// Returns the total block count.
-int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_t>& req_blk);
-
-// kbfrag / kbscale of every request's blocks from the key prep's shifted keys ks [cols][128] and
-// scales kscale [cols]; positions past a request's end get zero keys and scale 1 (fast, never
-// stored).
-void launch_sparse_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
-                              const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, float* kbscale);
 
 }  // namespace dsa::gpu

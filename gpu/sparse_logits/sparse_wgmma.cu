@@ -12,7 +12,7 @@
 // One warpgroup scores one table row, 64 candidates (8 blocks) a step: wgmma m64n32k32 with the
 // keys as A, from registers, and the row's 32 heads as B, in shared memory. Keys as A is what
 // lets any block of the row's list be a tile row: each warp loads the two blocks it owns from its
-// own cp.async ring (launch_sparse_key_blocks' layout: 16 bytes per lane, no bank conflicts), so
+// own cp.async ring (launch_key_blocks' layout: 16 bytes per lane, no bank conflicts), so
 // a step needs no barrier; the four rows of a CTA are adjacent rows of one request and share most
 // blocks through L1. wgmma runs the int8 rate at N = 32 (bench/micro/mma_rate.cu, run 52: 1.9
 // POPS against mma.sync's 1.27).
@@ -177,7 +177,7 @@ __device__ __forceinline__ int2 unit_ids(const SparseRowJob& j, int first) {
 }
 
 // A block's fragments (this lane's two 16-byte halves) and the scale of key g, read from shared
-// memory at f (launch_sparse_key_blocks' layout) and sc (8 floats).
+// memory at f (launch_key_blocks' layout) and sc (8 floats).
 struct BlockRegs {
   uint4 half[2];
   float sk;

@@ -1,9 +1,9 @@
 #include "gpu/common/check.cuh"
-#include "gpu/sparse_logits/sparse_logits.cuh"
+#include "gpu/prep/key_blocks.cuh"
 
-// The keys of the sparse kernels, one 1 KB record per candidate block of a request (8 positions):
-// the kernels fetch a block with two 16-byte copies per lane wherever it sits in a row's list,
-// and read it back without bank conflicts (sparse_logits.cuh, kKeyBlockBytes).
+// The key block records (key_blocks.cuh): one 1 KB record per 8 positions of a request, so a
+// kernel fetches a block with two 16-byte loads per lane wherever it sits in a row's list, and
+// reads it back without bank conflicts.
 namespace dsa::gpu {
 namespace {
 
@@ -45,8 +45,8 @@ int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_
   return next;
 }
 
-void launch_sparse_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
-                              const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, float* kbscale) {
+void launch_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
+                       const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, float* kbscale) {
   if (nreq == 0 || max_len == 0) return;
   const int64_t threads = int64_t((max_len + 7) / 8) * 32;
   key_blocks_kernel<<<dim3(unsigned((threads + 255) / 256), unsigned(nreq)), 256>>>(ks, kscale, req_start, req_len,

@@ -1,0 +1,26 @@
+#pragma once
+// The keys as records of 8 positions (a "key block"), read by the sparse kernels (a row's
+// candidate blocks, wherever they sit) and by the dense wgmma kernel (a step's 16 keys, as
+// wgmma's A from registers).
+#include <cstdint>
+#include <vector>
+
+namespace dsa::gpu {
+
+// A key block in the kernels' layout: [half h][lane][16 bytes], lane = 4g + t holding key g's
+// words (k-step 2h: dims 4t.., 16+4t..; k-step 2h+1: the same). One 16-byte load per lane and
+// half, without bank conflicts, gives a warp the mma fragments of the block's 8 keys (mma.sync B,
+// or wgmma's A rows).
+constexpr int kKeyBlockBytes = 1024;
+
+// Block index of each request's position 0: requests in order, ceil(len / 8) blocks each.
+// Returns the total block count.
+int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_t>& req_blk);
+
+// kbfrag / kbscale of every request's blocks from the key prep's shifted keys ks [cols][128] and
+// scales kscale [cols]; positions past a request's end get zero keys and scale 1 (fast, never
+// stored).
+void launch_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
+                       const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, float* kbscale);
+
+}  // namespace dsa::gpu
