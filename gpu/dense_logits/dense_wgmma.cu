@@ -291,6 +291,15 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   }
 }
 
+// The three-multiply steps in the block's k-step order (orders kOrder and up).
+template <int kOrder = 0>
+__device__ __forceinline__ void run_early(int order, const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
+  if constexpr (kOrder + 1 < kWgmmaOrders) {
+    if (order != kOrder) return run_early<kOrder + 1>(order, sm, a, b);
+  }
+  run_steps<2, kOrder>(sm, a, b);
+}
+
 #endif
 
 
@@ -324,18 +333,8 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
     run_steps<0, 0>(sm, a, b);
   else if (plan.mode == 1)
     run_steps<1, 0>(sm, a, b);
-  else if (plan.order == 0)
-    run_steps<2, 0>(sm, a, b);
-  else if (plan.order == 1)
-    run_steps<2, 1>(sm, a, b);
-  else if (plan.order == 2)
-    run_steps<2, 2>(sm, a, b);
-  else if (plan.order == 3)
-    run_steps<2, 3>(sm, a, b);
-  else if (plan.order == 4)
-    run_steps<2, 4>(sm, a, b);
   else
-    run_steps<2, 5>(sm, a, b);
+    run_early(plan.order, sm, a, b);
 #endif
 }
 
