@@ -1,6 +1,7 @@
 #include "reports/report_model.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -225,9 +226,56 @@ json report_to_json(const Report& r) {
   return j;
 }
 
+// The report's integer fields (in any struct, or arrays of them) and the widest value each holds.
+// A JSON float or an out-of-range integer there is refused before conversion: the JSON library
+// converts it with a cast, undefined for a value the type cannot hold (fuzz_report found 6.7e74
+// in `calls`).
+static const std::map<std::string, std::pair<long double, long double>>& integer_fields() {
+  constexpr long double imin = INT_MIN, imax = INT_MAX;
+  static const std::map<std::string, std::pair<long double, long double>> fields = {
+      {"schema_version", {imin, imax}}, {"exit_code", {imin, imax}}, {"devices", {imin, imax}},
+      {"requests", {imin, imax}},       {"rows", {imin, imax}},      {"topk", {imin, imax}},
+      {"max_len", {imin, imax}},        {"compress_ratio", {imin, imax}}, {"layers", {imin, imax}},
+      {"calls", {imin, imax}},          {"samples", {imin, imax}},   {"repeats", {imin, imax}},
+      {"deterministic", {imin, imax}},  {"position", {imin, imax}},  {"row", {imin, imax}},
+      {"column", {imin, imax}},         {"length", {imin, imax}},    {"missed", {imin, imax}},
+      {"extra", {imin, imax}},          {"repeat", {imin, imax}},    {"shard", {imin, imax}},
+      {"shards", {imin, imax}},         {"peak_device_bytes", {LLONG_MIN, LLONG_MAX}},
+      {"seed", {0, ULLONG_MAX}}};
+  return fields;
+}
+
+// Throws InputError naming the field (its path in the report) when a number there is not an
+// integer its type can hold; strings, objects and arrays of objects under those names are left
+// to the typed reader.
+static void check_integer_fields(const json& j, const std::string& file, const std::string& at) {
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) check_integer_fields(j[i], file, at + "[" + std::to_string(i) + "]");
+    return;
+  }
+  if (!j.is_object()) return;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string path = at.empty() ? it.key() : at + "." + it.key();
+    const auto field = integer_fields().find(it.key());
+    if (field != integer_fields().end()) {
+      const json& v = it.value();
+      for (const json& n : v.is_array() ? v : json::array({v})) {
+        if (!n.is_number()) continue;
+        const long double x = n.is_number_unsigned() ? (long double)n.get<unsigned long long>()
+                              : n.is_number_integer() ? (long double)n.get<long long>()
+                                                      : (long double)n.get<double>();
+        if (!n.is_number_integer() || x < field->second.first || x > field->second.second)
+          throw InputError(file, path, "must be an integer in range, not " + n.dump());
+      }
+    }
+    check_integer_fields(it.value(), file, path);
+  }
+}
+
 Report report_from_json(const json& j, const std::string& file) {
   if (!j.is_object() || !j.contains("schema_version"))
     throw InputError(file, "schema_version", "missing: not a dsa-harness report.json");
+  check_integer_fields(j, file, "");
   if (!j["schema_version"].is_number_integer() || j["schema_version"].get<int>() != kReportSchemaVersion)
     throw InputError(file, "schema_version", "unsupported report schema " + j["schema_version"].dump() +
                                                  " (this build reads " + std::to_string(kReportSchemaVersion) + ")");

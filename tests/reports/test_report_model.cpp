@@ -38,6 +38,37 @@ TEST_CASE("report model: other schema versions and malformed reports are refused
   CHECK_THROWS_AS(report_from_json(json::array(), "x.json"), InputError);
 }
 
+// The JSON library casts a float to an integer field: out of range, that is undefined behaviour
+// (fuzz_report, 2026-12-01: `calls` = 6.67e74). Such reports are refused, naming the field.
+TEST_CASE("report model: integer fields hold integers in range") {
+  const json good = report_to_json(test::sample_report(1.0, true));
+  auto refused = [&](const json& bad, const std::string& field) {
+    try {
+      report_from_json(bad, "x.json");
+      FAIL("accepted " << field);
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(field) != std::string::npos);
+    }
+  };
+  json j = good;
+  j["runs"][0]["repeats"] = 6.67e74;
+  refused(j, "runs[0].repeats");
+  j = good;
+  j["runs"][0]["repeats"] = 2.0;  // a float, even integral: the writer never writes one
+  refused(j, "runs[0].repeats");
+  j = good;
+  j["settings"]["shards"] = 4294967296LL;
+  refused(j, "settings.shards");
+  j = good;
+  j["inputs"][0]["layers"] = json::array({20, 1e300});
+  refused(j, "inputs[0].layers");
+  j = good;
+  j["runs"][0]["peak_device_bytes"] = 5000000000LL;  // a long long: in range
+  j["settings"]["seed"] = 18446744073709551615ULL;
+  CHECK_NOTHROW(report_from_json(j, "x.json"));
+  CHECK_NOTHROW(report_from_json(good, "x.json"));
+}
+
 TEST_CASE("report model: verdicts and exit codes") {
   CHECK(test::sample_report().exit_code == kExitPass);
   const Report failing = test::sample_report(1.0, true);
