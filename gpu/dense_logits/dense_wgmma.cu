@@ -244,10 +244,6 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
   wgmma_s8(d, f, db + 2 * gr, kPos == 0 ? 0 : 1);  // +2 in the descriptor: the next 32 bytes of K
 }
 
-// The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
-// order, which matters only when heads multiply before position 1 or 2 (integer sums are exact).
-// Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
-// paths). No barrier: each warp loads its own keys, one step ahead.
 // One step: the k-steps on keys `cur` (the multiplies kMode asks for between them) while
 // `next` loads step s + 1's, then the epilogue.
 template <int kMode, int kOrder>

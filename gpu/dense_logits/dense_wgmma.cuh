@@ -59,7 +59,6 @@ struct DenseWgmmaArgs {
   const uint32_t* qexp;
   const float* qscale;
   const float* weights;
-  const int8_t* ks;         // [ncols][128] folded keys
   const int8_t* kr;
   const uint32_t* kexp;
   const float* kscale;      // [ncols] 2^(fmin - 128), 0 = not folded
