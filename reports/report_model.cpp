@@ -208,9 +208,67 @@ Report merge_reports(const std::vector<Report>& shards, const std::vector<std::s
 // ---- JSON ----
 
 json impl_run_to_json(const ImplRun& run) { return json(run); }
-ImplRun impl_run_from_json(const json& j) { return j.get<ImplRun>(); }
+bool json_integer_in(const json& n, long double lo, long double hi) {
+  if (!n.is_number_integer()) return false;
+  const long double x = n.is_number_unsigned() ? (long double)n.get<unsigned long long>() : n.get<long long>();
+  return x >= lo && x <= hi;
+}
+
+// The range of the report's integer field `key` (in any struct, or an array of them); an empty
+// range {1, 0} when the key is not an integer field.
+static std::pair<long double, long double> integer_field(const std::string& key) {
+  static const std::set<std::string> ints = {
+      "schema_version", "exit_code", "devices", "requests", "rows",          "topk",     "max_len", "compress_ratio",
+      "layers",         "calls",     "samples", "repeats",  "deterministic", "position", "row",     "column",
+      "length",         "missed",    "extra",   "repeat",   "shard",         "shards"};
+  if (key == "peak_device_bytes") return {LLONG_MIN, LLONG_MAX};
+  if (key == "seed") return {0, ULLONG_MAX};
+  if (ints.count(key)) return {INT_MIN, INT_MAX};
+  return {1, 0};
+}
+
+struct BadInteger {
+  std::string path, value;
+};
+
+// The first number in an integer field that its type cannot hold: the JSON library would cast
+// it, undefined out of range (fuzz_report found 6.7e74 in `samples`). Strings, objects and arrays
+// of objects under those names are left to the typed reader.
+static std::optional<BadInteger> bad_integer_field(const json& j, const std::string& at) {
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i)
+      if (auto bad = bad_integer_field(j[i], at + "[" + std::to_string(i) + "]")) return bad;
+    return std::nullopt;
+  }
+  if (!j.is_object()) return std::nullopt;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string path = at.empty() ? it.key() : at + "." + it.key();
+    const auto [lo, hi] = integer_field(it.key());
+    const json& v = it.value();
+    if (lo <= hi)
+      for (const json& n : v.is_array() ? v : json::array({v}))
+        if (n.is_number() && !json_integer_in(n, lo, hi)) return BadInteger{path, n.dump()};
+    if (auto bad = bad_integer_field(v, path)) return bad;
+  }
+  return std::nullopt;
+}
+
+static const char* kNotInRange = "must be an integer in range, not ";
+
+// For the JSONL records (case_log wraps the error with the file and line).
+static void check_integer_fields(const json& j) {
+  if (auto bad = bad_integer_field(j, "")) throw std::invalid_argument(bad->path + ": " + kNotInRange + bad->value);
+}
+
+ImplRun impl_run_from_json(const json& j) {
+  check_integer_fields(j);
+  return j.get<ImplRun>();
+}
 json case_to_json(const CaseResult& c) { return json(c); }
-CaseResult case_from_json(const json& j) { return j.get<CaseResult>(); }
+CaseResult case_from_json(const json& j) {
+  check_integer_fields(j);
+  return j.get<CaseResult>();
+}
 
 json report_to_json(const Report& r) {
   json j;
@@ -226,56 +284,10 @@ json report_to_json(const Report& r) {
   return j;
 }
 
-// The report's integer fields (in any struct, or arrays of them) and the widest value each holds.
-// A JSON float or an out-of-range integer there is refused before conversion: the JSON library
-// converts it with a cast, undefined for a value the type cannot hold (fuzz_report found 6.7e74
-// in `calls`).
-static const std::map<std::string, std::pair<long double, long double>>& integer_fields() {
-  constexpr long double imin = INT_MIN, imax = INT_MAX;
-  static const std::map<std::string, std::pair<long double, long double>> fields = {
-      {"schema_version", {imin, imax}}, {"exit_code", {imin, imax}}, {"devices", {imin, imax}},
-      {"requests", {imin, imax}},       {"rows", {imin, imax}},      {"topk", {imin, imax}},
-      {"max_len", {imin, imax}},        {"compress_ratio", {imin, imax}}, {"layers", {imin, imax}},
-      {"calls", {imin, imax}},          {"samples", {imin, imax}},   {"repeats", {imin, imax}},
-      {"deterministic", {imin, imax}},  {"position", {imin, imax}},  {"row", {imin, imax}},
-      {"column", {imin, imax}},         {"length", {imin, imax}},    {"missed", {imin, imax}},
-      {"extra", {imin, imax}},          {"repeat", {imin, imax}},    {"shard", {imin, imax}},
-      {"shards", {imin, imax}},         {"peak_device_bytes", {LLONG_MIN, LLONG_MAX}},
-      {"seed", {0, ULLONG_MAX}}};
-  return fields;
-}
-
-// Throws InputError naming the field (its path in the report) when a number there is not an
-// integer its type can hold; strings, objects and arrays of objects under those names are left
-// to the typed reader.
-static void check_integer_fields(const json& j, const std::string& file, const std::string& at) {
-  if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) check_integer_fields(j[i], file, at + "[" + std::to_string(i) + "]");
-    return;
-  }
-  if (!j.is_object()) return;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string path = at.empty() ? it.key() : at + "." + it.key();
-    const auto field = integer_fields().find(it.key());
-    if (field != integer_fields().end()) {
-      const json& v = it.value();
-      for (const json& n : v.is_array() ? v : json::array({v})) {
-        if (!n.is_number()) continue;
-        const long double x = n.is_number_unsigned() ? (long double)n.get<unsigned long long>()
-                              : n.is_number_integer() ? (long double)n.get<long long>()
-                                                      : (long double)n.get<double>();
-        if (!n.is_number_integer() || x < field->second.first || x > field->second.second)
-          throw InputError(file, path, "must be an integer in range, not " + n.dump());
-      }
-    }
-    check_integer_fields(it.value(), file, path);
-  }
-}
-
 Report report_from_json(const json& j, const std::string& file) {
   if (!j.is_object() || !j.contains("schema_version"))
     throw InputError(file, "schema_version", "missing: not a dsa-harness report.json");
-  check_integer_fields(j, file, "");
+  if (auto bad = bad_integer_field(j, "")) throw InputError(file, bad->path, kNotInRange + bad->value);
   if (!j["schema_version"].is_number_integer() || j["schema_version"].get<int>() != kReportSchemaVersion)
     throw InputError(file, "schema_version", "unsupported report schema " + j["schema_version"].dump() +
                                                  " (this build reads " + std::to_string(kReportSchemaVersion) + ")");

@@ -139,6 +139,11 @@ nlohmann::json report_to_json(const Report& report);
 Report report_from_json(const nlohmann::json& json, const std::string& file);
 Report read_report(const std::string& path);  // reads and parses report.json
 
+// Whether the JSON value n is an integer within [lo, hi], so a cast to the field's type is
+// defined (the JSON library casts a float or a wider integer without a check). The readers below
+// refuse a report or record whose integer fields fail it, naming the field.
+bool json_integer_in(const nlohmann::json& n, long double lo, long double hi);
+
 // JSON of the parts that the JSONL log stores one per line.
 nlohmann::json impl_run_to_json(const ImplRun& run);
 ImplRun impl_run_from_json(const nlohmann::json& json);

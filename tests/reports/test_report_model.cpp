@@ -67,6 +67,14 @@ TEST_CASE("report model: integer fields hold integers in range") {
   j["settings"]["seed"] = 18446744073709551615ULL;
   CHECK_NOTHROW(report_from_json(j, "x.json"));
   CHECK_NOTHROW(report_from_json(good, "x.json"));
+  // The JSONL log's records go through the same check.
+  json run = good["runs"][0];
+  run["kernels"][0]["calls"] = 1e10;
+  CHECK_THROWS_WITH(impl_run_from_json(run), dsa_test::contains("kernels[0].calls"));
+  json c = good["cases"][0];
+  c["worst"] = json::array({{{"row", 0.5}}});
+  CHECK_THROWS_WITH(case_from_json(c), dsa_test::contains("worst[0].row"));
+  CHECK(impl_run_from_json(good["runs"][0]).impl == good["runs"][0]["impl"]);
 }
 
 TEST_CASE("report model: verdicts and exit codes") {

@@ -49,6 +49,12 @@ TEST_CASE("torch peer: malformed output names the file and the key") {
   j["stages"][0].erase("median_ms");
   CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), dsa_test::contains("peer.json: stages: malformed"));
   j = peer_json();
+  j["peak_bytes"] = 1e300;  // a cast to long long would be undefined
+  CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), dsa_test::contains("peer.json: peak_bytes: malformed"));
+  j = peer_json();
+  j["stages"][1]["samples"] = 20.5;
+  CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), dsa_test::contains("peer.json: stages: malformed"));
+  j = peer_json();
   j["stages"] = nlohmann::json::array();
   CHECK_THROWS_WITH(torch_run_from_json(j, "b1", "peer.json"), "peer.json: stages: the torch peer timed no stage");
 }
