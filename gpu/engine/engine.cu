@@ -513,9 +513,9 @@ void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, boo
                     ld_dense_, c.first};
   DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                    t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
-                   t.weights.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(), sel_req_.get(),
-                   wide_count_.get(), wide_list_.get(), kbfrag_.get(), kbscale_.get(), req_blk_.get(), max_len_,
-                   dense_.get(), ld_dense_, c.first};
+                   t.weights.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
+                   sel_req_.get(), wide_count_.get(), wide_list_.get(), kbfrag_.get(), kbscale_.get(), req_blk_.get(),
+                   max_len_, dense_.get(), ld_dense_, c.first};
   if (wgmma) launch_dense_wgmma(w);
   if (portable) launch_dense_logits(a);
 }

@@ -64,7 +64,8 @@ ImplRun torch_run_from_json(const nlohmann::json& j, const std::string& batch_id
     key = "stages";
     for (const nlohmann::json& s : j.at(key)) {
       const std::string stage = s.at("stage").get<std::string>();
-      if (!json_integer_in(s.at("samples"), INT_MIN, INT_MAX)) throw std::invalid_argument("samples: not an integer in range");
+      if (!json_integer_in(s.at("samples"), INT_MIN, INT_MAX))
+        throw std::invalid_argument("samples: not an integer in range");
       run.kernels.push_back(kernel_figure(std::string(kTorchPeerImpl) + "/" + stage, s.at("layer").get<std::string>(),
                                           1, s.at("samples").get<int>(), s.at("median_ms").get<double>(),
                                           s.at("min_ms").get<double>(), s.at("max_ms").get<double>(), 0, 0));
