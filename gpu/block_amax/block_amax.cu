@@ -1,37 +1,64 @@
+#include <vector>
+
 #include "gpu/block_amax/block_amax.cuh"
 #include "gpu/common/check.cuh"
+#include "gpu/common/device_buffer.cuh"
 
 namespace dsa::gpu {
 namespace {
 
-__global__ void block_amax_kernel(const float* dense, int64_t ld_dense, const int32_t* len, float* keys,
-                                  int64_t ld_keys) {
-  const int row = blockIdx.y;
+// Block b's key of a row of nblocks blocks, from its dense scores.
+__device__ __forceinline__ float block_key(const float* dense_row, int b, int nblocks) {
+  if (b == nblocks - 1) return __int_as_float(0x7F800000);  // the newest block is always kept
+  // Full block (8 positions below L): two 16-byte loads; ld_dense is a multiple of 8.
+  const float4* p = reinterpret_cast<const float4*>(dense_row + int64_t(b) * 8);
+  const float4 u = p[0], v = p[1];
+  return fmaxf(fmaxf(fmaxf(u.x, u.y), fmaxf(u.z, u.w)), fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+}
+
+__global__ void block_amax_kernel(const float* dense, int64_t ld_dense, const int32_t* len, const int32_t* rows,
+                                  int row0, float* keys, int64_t ld_keys) {
+  const int sel = rows != nullptr ? rows[blockIdx.y] : row0 + int(blockIdx.y);
+  const int64_t row = sel - row0;
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  const int L = len[row];
-  const int nblocks = (L + 7) / 8;
-  if (b >= nblocks) return;
-  float key;
-  if (b == nblocks - 1) {
-    key = __int_as_float(0x7F800000);  // the newest block is always kept
-  } else {
-    // Full block (8 positions below L): two 16-byte loads; ld_dense is a multiple of 8.
-    const float4* p = reinterpret_cast<const float4*>(dense + int64_t(row) * ld_dense + int64_t(b) * 8);
-    const float4 u = p[0], v = p[1];
-    key = fmaxf(fmaxf(fmaxf(u.x, u.y), fmaxf(u.z, u.w)), fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+  const int nblocks = (len[sel] + 7) / 8;
+  if (b < nblocks) keys[row * ld_keys + b] = block_key(dense + row * ld_dense, b, nblocks);
+}
+
+__global__ void key_mismatch_kernel(const float* dense, int64_t ld_dense, const int32_t* len, int row0,
+                                    const float* keys, int64_t ld_keys, unsigned long long* count) {
+  const int64_t row = blockIdx.y;
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const int nblocks = (len[row0 + row] + 7) / 8;
+  if (b < nblocks && __float_as_uint(block_key(dense + row * ld_dense, b, nblocks)) != __float_as_uint(keys[row * ld_keys + b])) {
+    atomicAdd(count, 1ull);
+    atomicMin(count + 1, (unsigned long long)(row0 + row) << 32 | unsigned(b));
   }
-  keys[int64_t(row) * ld_keys + b] = key;
 }
 
 }  // namespace
 
-void launch_block_amax(const float* dense, int64_t ld_dense, const int32_t* len, int nrows, int max_len,
-                       float* keys, int64_t ld_keys) {
+void launch_block_amax(const float* dense, int64_t ld_dense, const int32_t* len, const int32_t* rows, int nrows,
+                       int row0, int max_len, float* keys, int64_t ld_keys) {
   const int max_blocks = (max_len + 7) / 8;
   if (nrows == 0 || max_blocks == 0) return;
   dim3 grid((max_blocks + 255) / 256, nrows);
-  block_amax_kernel<<<grid, 256>>>(dense, ld_dense, len, keys, ld_keys);
+  block_amax_kernel<<<grid, 256>>>(dense, ld_dense, len, rows, row0, keys, ld_keys);
   DSA_LAUNCH_CHECK("block_amax_kernel");
+}
+
+KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, const int32_t* len, int nrows,
+                                         int row0, int max_len, const float* keys, int64_t ld_keys) {
+  const int max_blocks = (max_len + 7) / 8;
+  if (nrows == 0 || max_blocks == 0) return {};
+  DeviceBuffer<unsigned long long> count(2);
+  count.fill_bytes(0, 1);
+  count.fill_bytes(0xFF, 1, 1);
+  key_mismatch_kernel<<<dim3((max_blocks + 255) / 256, nrows), 256>>>(dense, ld_dense, len, row0, keys, ld_keys,
+                                                                       count.get());
+  DSA_LAUNCH_CHECK("key_mismatch_kernel");
+  const std::vector<unsigned long long> host = count.to_host(2);
+  return {int64_t(host[0]), int(host[1] >> 32), int(host[1] & 0xFFFFFFFFu)};
 }
 
 }  // namespace dsa::gpu

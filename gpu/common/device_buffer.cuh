@@ -65,10 +65,11 @@ class DeviceBuffer {
   std::vector<T> to_host(size_t count) const { std::vector<T> h(count); download(h.data(), count); return h; }
   // Fills the first `count` elements' bytes with `byte` (poisoning outputs before a launch), in
   // order on the default stream (per-thread in dsa_gpu), so a stream capture records it too.
-  void fill_bytes(int byte, size_t count) {
+  // Elements [first, first + count) set to bytes `byte`.
+  void fill_bytes(int byte, size_t count, size_t first = 0) {
     if (!count) return;
     ++DeviceMemoryMeter::memsets();
-    DSA_CUDA_CHECK(cudaMemsetAsync(ptr_, byte, count * sizeof(T), 0));
+    DSA_CUDA_CHECK(cudaMemsetAsync(ptr_ + first, byte, count * sizeof(T), 0));
   }
 
   T* get() const { return ptr_; }

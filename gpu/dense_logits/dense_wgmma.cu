@@ -144,50 +144,55 @@ struct BlockRows {
   int64_t blk0;  // the key block record of position p0
 };
 
-// A warp's keys of one step: blocks 2 warp and 2 warp + 1 of the step's 8 (keys 16 warp + g and
-// 16 warp + 8 + g for lane (g, t)) as the records hold them, [block][k-steps 0-1, 2-3], and the
-// two keys' scales.
+// A warp's keys of one step as lane (g, t) feeds them to wgmma (Lane): [key 2p + h][k-steps 0-1,
+// 2-3] of record 2 warp + g / 4, and the two keys' scales.
 struct StepKeys {
   uint4 frag[2][2];
   float scale[2];
 };
 
-// Lane (g, t)'s walk through the block: its key records and its outputs (row t, keys 16 warp + g
-// and + 8), as offsets from the block's start so the loop does 32-bit arithmetic.
+// Lane (g, t)'s walk through the block, as offsets from the block's start so the loop does
+// 32-bit arithmetic. The lane feeds wgmma's A rows g and g + 8 with keys 2p and 2p + 1 (p = g % 4)
+// of the warp's record 2 warp + g / 4, so its two keys are adjacent positions 16 warp + 2 g and
+// + 1 of the step (one 8-byte store), and a key block's 8 keys sit in the 4 lanes g = 4 (g / 4) ..
+// of one t (block amax in two shuffles).
 struct Lane {
-  const uint4* frag;   // record 0 of the block, this lane's 16 bytes
-  const float* scale;  // record 0's scale of key g
-  int last;            // the block's last record
-  float* out;          // row t, position p0 + 16 warp + g
-  int lim;             // step offset + 8 key < lim: a position of the row
+  const uint4* frag;   // this lane's record of step 0, its 16 bytes of key 2p
+  const float* scale;  // the same record's scale of key 2p
+  float* out;          // row t, position p0 + 16 warp + 2 g
+  int lim;             // step offset + key < lim: a position of the row
   int shift;
+  unsigned keys;       // block amax: row t's key of the lane's record of step 0, from a.keys
 };
 
 __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRows& b) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int row = a.tile_rows[blockIdx.y * kWgmmaTileRows + t];  // not b.rows[t]: a register array
-  const int first = b.p0 + 16 * warp + g;
+  const int first = b.p0 + 16 * warp + 2 * g;
+  const int64_t out_row = row >= 0 ? row - a.row0 : 0;
+  const int64_t rec = b.blk0 + 2 * warp + (g >> 2);
   Lane l;
-  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + b.blk0 * kKeyBlockBytes) + lane;
-  l.scale = a.kbscale + b.blk0 * 8 + g;
-  l.last = (b.p1 - b.p0 - 1) >> 3;
-  l.out = a.out + int64_t(row >= 0 ? row - a.row0 : 0) * a.ld + first;
+  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + rec * kKeyBlockBytes) + 8 * (g & 3) + t;
+  l.scale = a.kbscale + rec * 8 + 2 * (g & 3);
+  l.out = a.out + out_row * a.ld + first;
   l.lim = (row >= 0 ? a.sel_len[row] : 0) - first;
   l.shift = row >= 0 ? a.qw_shift[row] : 0;
+  l.keys = unsigned(out_row * a.ld_keys + b.p0 / 8 + 2 * warp + (g >> 2));  // keys_ < 2^32 floats (engine)
   return l;
 }
 
-// Loads step s's keys, no record past the block's last: a step past the block's end reads the
-// last record again, and its scores are never stored.
+// Loads step s's keys. A step past the block's end reads records past it (at most 7, which
+// kKeyBlockPad covers at the end of the last request), and its scores are never stored.
 __device__ __forceinline__ void load_keys(StepKeys& k, const Lane& l, int s) {
-  const int warp = threadIdx.x >> 5;
+  const unsigned r = unsigned(s) * (kKeys / 8);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned r = unsigned(min(s * (kKeys / 8) + 2 * warp + h, l.last));
-    k.frag[h][0] = __ldg(l.frag + r * (kKeyBlockBytes / 16));
-    k.frag[h][1] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 32);
-    k.scale[h] = __ldg(l.scale + r * 8);
+  for (int h = 0; h < 2; ++h) {  // key 2p + h: 4 lanes (16 bytes each) further in the record
+    k.frag[h][0] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 4 * h);
+    k.frag[h][1] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 4 * h + 32);
   }
+  const float2 sc = __ldg(reinterpret_cast<const float2*>(l.scale + r * 8));
+  k.scale[0] = sc.x;
+  k.scale[1] = sc.y;
 }
 
 // wgmma reads A's registers asynchronously: keeps them from reuse until after the wait.
@@ -199,7 +204,7 @@ __device__ __forceinline__ void keep(const StepKeys& k) {
       asm volatile("" ::"r"(k.frag[h][i].x), "r"(k.frag[h][i].y), "r"(k.frag[h][i].z), "r"(k.frag[h][i].w) : "memory");
 }
 
-// wgmma's A fragment of group kGroup's k-step: rows g (block 0) and g + 8 (block 1), dims 4t..
+// wgmma's A fragment of group kGroup's k-step: rows g (key 2p) and g + 8 (key 2p + 1), dims 4t..
 // and 16 + 4t.. of the group's 32.
 template <int kGroup>
 __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
@@ -210,18 +215,31 @@ __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
   f[3] = (kGroup & 1) ? b1.w : b1.y;
 }
 
-// The exact epilogue of step s (accumulators d complete): writes the scores of the folded keys
-// (the wide ones, scale 0, are launch_dense_wide's).
+// The exact epilogue of step s (accumulators d complete): the scores of the lane's two keys, then
+// the block amax. A wide key (scale 0) gets a meaningless score here, which launch_dense_wide
+// overwrites, and counts as -inf in the block's key, which launch_dense_wide rewrites whole.
 __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const Lane& l, int s,
-                                         const StepKeys& k) {
+                                         const StepKeys& k, float* keys) {
   float res[2];
   scores(d, sm, threadIdx.x & 3, res);
+  const int at = s * kKeys;
+  float v[2];
 #pragma unroll
-  for (int key = 0; key < 2; ++key) {
-    const int at = s * kKeys + 8 * key;
-    const float ks = k.scale[key];
-    if (at < l.lim && ks != 0.0f) l.out[at] = __fmul_rn(res[key], __int_as_float(__float_as_int(ks) + l.shift));
-  }
+  for (int key = 0; key < 2; ++key) v[key] = __fmul_rn(res[key], __int_as_float(__float_as_int(k.scale[key]) + l.shift));
+  if (at + 1 < l.lim)
+    *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
+  else if (at < l.lim)
+    l.out[at] = v[0];
+  if (keys == nullptr) return;  // uniform: the whole launch
+  const float inf = __int_as_float(0x7F800000);
+  float m = -inf;
+#pragma unroll
+  for (int key = 0; key < 2; ++key)
+    if (at + key < l.lim && k.scale[key] != 0.0f) m = fmaxf(m, v[key]);
+  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));  // the block's 8 keys: lanes g = 4 (g / 4) + 0..3
+  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
+  // Lanes g % 4 == 0 (at = the block's first position): its key, +inf for the newest block.
+  if ((threadIdx.x & 12) == 0 && at < l.lim) keys[l.keys + s * (kKeys / 8)] = l.lim <= at + 8 ? inf : m;
 }
 
 // Multiplies the accumulators in place before position point + 1's k-step: the k-steps issued so
@@ -248,7 +266,7 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
 // `next` loads step s + 1's, then the epilogue.
 template <int kMode, int kOrder>
 __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, const StepKeys& cur,
-                                         StepKeys& next) {
+                                         StepKeys& next, float* keys) {
   const int t = threadIdx.x & 3;
   load_keys(next, l, s + 1);
   int d[64];
@@ -265,7 +283,7 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
   wgmma_wait();
   pin(d);
   keep(cur);
-  epilogue(d, sm, l, s, cur);
+  epilogue(d, sm, l, s, cur, keys);
 }
 
 // The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
@@ -282,7 +300,7 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   load_keys(cur, l, 0);
   for (int s = 0; s < nsteps; ++s) {
     StepKeys next;
-    one_step<kMode, kOrder>(sm, l, db, s, cur, next);
+    one_step<kMode, kOrder>(sm, l, db, s, cur, next, a.keys);
     cur = next;
   }
 }

@@ -76,6 +76,10 @@ struct DenseWgmmaArgs {
   float* out;               // selected row i at out row i - row0 (dense_logits.cuh)
   int64_t ld;
   int row0;
+  // Level one's block keys (gpu/block_amax), fused: selected row i's at keys row i - row0; null:
+  // scores only.
+  float* keys = nullptr;
+  int64_t ld_keys = 0;
 };
 
 // Whether the current device runs the wgmma kernel (sm_90); elsewhere every row takes the

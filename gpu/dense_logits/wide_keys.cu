@@ -76,9 +76,18 @@ __global__ void __launch_bounds__(128) dense_wide_kernel(DenseWgmmaArgs a) {
   GenericRow r;
   load_generic_row(ga, row, r);
   float* out = a.out + int64_t(row - a.row0) * a.ld;
+  float* keys = a.keys == nullptr ? nullptr : a.keys + int64_t(row - a.row0) * a.ld_keys;
+  // Lanes 0..7 hold positions pb + 0..7 (generic_score): the scores of the wide keys, and the
+  // block's key over all its positions below len (the generic route is exact for every key), but
+  // not the newest block's, which the main kernel set to +inf.
   auto put = [&](int pb, float score) {
     const int p = pb + 2 * t + g;
     if (lane < 8 && p < len && a.kscale[kcol + p] == 0.0f) out[p] = score;
+    if (keys == nullptr) return;
+    float m = lane < 8 && p < len ? score : -__int_as_float(0x7F800000);
+#pragma unroll
+    for (int x = 1; x < 8; x *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, x));
+    if (lane == 0 && pb / 8 < (len + 7) / 8 - 1) keys[pb / 8] = m;
   };
   for (int j = blockIdx.x; j < n; j += 2 * kWideSplits) {
     const int pb0 = 8 * list[j];

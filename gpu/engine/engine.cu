@@ -314,8 +314,10 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (key_records()) {
     std::vector<int64_t> req_blk;
     const int64_t nblk = key_block_starts(batch.compressed_len, req_blk);
-    kbfrag_.resize(size_t(nblk + 1) * kKeyBlockBytes);
-    kbscale_.resize(size_t(nblk + 1) * 8);
+    kbfrag_.resize(size_t(nblk + kKeyBlockPad) * kKeyBlockBytes);
+    kbscale_.resize(size_t(nblk + kKeyBlockPad) * 8);
+    kbfrag_.fill_bytes(0, size_t(kKeyBlockPad) * kKeyBlockBytes, size_t(nblk) * kKeyBlockBytes);
+    kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
     req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
   }
   req_fexp_.resize(size_t(std::max(batch.requests(), 1)));
@@ -346,6 +348,9 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   chunked_ = path_ == PathKind::sparse && !options.scores && !plain_layers && chunk_rows_ < nsel;
   const size_t drows = chunked_ ? size_t(chunk_rows_) : s1;
   dense_.resize(drows * size_t(ld_dense_));
+  // The dense wgmma kernel addresses keys_ with 32-bit offsets (its dense matrix, 8x larger,
+  // would not fit a GPU first).
+  if (drows * size_t(ld_keys_) > size_t(UINT32_MAX)) throw std::runtime_error(name() + ": too many block keys");
   keys_.resize(drows * size_t(ld_keys_));
   if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
   for (const Layer& l : batch.layers) {
@@ -420,12 +425,14 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   bool fresh = false;  // the next portable row starts a chunk
   slot.wtile_chunk.clear();
   slot.tile_chunk.clear();
+  slot.rest_chunk.clear();
   for (int i = 0; i < nsel; ++i) {
     const int req = sel_req_host_[size_t(i)];
     if (i % chunk_rows_ == 0) {
       flush();
       slot.wtile_chunk.push_back(int32_t(wrows.size()) / kWgmmaTileRows);
       slot.tile_chunk.push_back(int32_t(first.size()));
+      slot.rest_chunk.push_back(int32_t(rest.size()));
       fresh = true;
     }
     const int plan = use_wgmma_ ? slot.plan_wgmma[size_t(i)] : 0;
@@ -454,6 +461,7 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   slot.nwtiles = int(wrows.size()) / kWgmmaTileRows;
   slot.wtile_chunk.push_back(slot.nwtiles);
   slot.tile_chunk.push_back(int32_t(first.size()));
+  slot.rest_chunk.push_back(int32_t(rest.size()));
   const int nw = nsel - int(rest.size());
   dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32 (" +
                  std::to_string(nw2) + " multiplying before groups 1-2, " + std::to_string(nreordered) +
@@ -500,7 +508,7 @@ int GpuEngine::chunks() const { return (int(sel_.size()) + chunk_rows_ - 1) / ch
 
 // The dense kernels over the tiles of chunk c (index -1: every row), chunk row i at dense_ row
 // i - c.first.
-void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable) {
+void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable, bool keys) {
   LayerSlot& t = slots_[layer.id];
   const int w0 = c.index < 0 ? 0 : t.wtile_chunk[size_t(c.index)];
   const int w1 = c.index < 0 ? t.nwtiles : t.wtile_chunk[size_t(c.index) + 1];
@@ -515,16 +523,44 @@ void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, boo
                    t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
                    t.weights.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
                    sel_req_.get(), wide_count_.get(), wide_list_.get(), kbfrag_.get(), kbscale_.get(), req_blk_.get(),
-                   max_len_, dense_.get(), ld_dense_, c.first};
+                   max_len_, dense_.get(), ld_dense_, c.first, keys ? keys_.get() : nullptr, ld_keys_};
   if (wgmma) launch_dense_wgmma(w);
   if (portable) launch_dense_logits(a);
 }
 
-void GpuEngine::dense_logits(const Layer& layer) {
+void GpuEngine::portable_amax(const Layer& layer, const Chunk& c) {
+  const LayerSlot& t = slots_[layer.id];
+  const int r0 = c.index < 0 ? 0 : t.rest_chunk[size_t(c.index)];
+  const int r1 = c.index < 0 ? t.rest_chunk.back() : t.rest_chunk[size_t(c.index) + 1];
+  launch_block_amax(dense_.get(), ld_dense_, sel_len_.get(), t.tile_rows.get() + r0, r1 - r0, c.first, max_len_,
+                    keys_.get(), ld_keys_);
+}
+
+// Every block key of chunk c written, and equal to the maximum of its dense scores (the fused
+// epilogue's check).
+void GpuEngine::check_keys(const Chunk& c) {
+  check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(keys_.get()), ld_keys_, c.count,
+                                 sel_len_.get() + c.first, 8, 0, 0xFFFFFFFFu),
+                "block_amax");
+  const KeyMismatches bad = count_block_key_mismatches(dense_.get(), ld_dense_, sel_len_.get(), c.count, c.first,
+                                                       max_len_, keys_.get(), ld_keys_);
+  if (bad.count != 0)
+    throw std::runtime_error(kernel_name("block_amax") + ": " + std::to_string(bad.count) +
+                             " block keys differ from the maximum of their dense scores, the first at selected row " +
+                             std::to_string(bad.row) + ", block " + std::to_string(bad.block));
+}
+
+// The least bytes portable_amax moves: the whole matrix where the wgmma kernel computes no keys;
+// where it does, the few portable rows go unmeasured (0: no bandwidth figure).
+double GpuEngine::amax_bytes(const Layer& layer, int64_t sum_blocks) const {
+  return slots_.at(layer.id).nwtiles > 0 ? 0.0 : double(sum_len_) * 4 + double(sum_blocks) * 4;
+}
+
+void GpuEngine::dense_logits(const Layer& layer, bool keys) {
   const int nsel = int(sel_.size());
   LayerSlot& t = slots_[layer.id];
   const Chunk all{0, nsel, -1};
-  auto launch = [&] { launch_dense(layer, all, true, true); };
+  auto launch = [&] { launch_dense(layer, all, true, true, keys); };
   poison(dense_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_dense_) * sizeof(float));
   launch();
   if (checks_)
@@ -534,8 +570,8 @@ void GpuEngine::dense_logits(const Layer& layer) {
   time("dense_logits", &layer, 2.0 * kHeads * kHeadDim * double(sum_len_),
        double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68, launch);
   if (t.nwtiles > 0 && t.ntiles > 0) {  // both routes ran: each one's share
-    time("dense_logits.wgmma", &layer, 0, 0, [&] { launch_dense(layer, all, true, false); });
-    time("dense_logits.mma_sync", &layer, 0, 0, [&] { launch_dense(layer, all, false, true); });
+    time("dense_logits.wgmma", &layer, 0, 0, [&] { launch_dense(layer, all, true, false, keys); });
+    time("dense_logits.mma_sync", &layer, 0, 0, [&] { launch_dense(layer, all, false, true, keys); });
   }
 }
 
@@ -586,21 +622,17 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   const int nsel = int(sel_.size()), ntail = int(tail_sel_.size());
   prep_query(source, true);
   if (chunked_) return publish_chunked(batch, source);
-  dense_logits(source);
+  // Level one: block keys (the dense wgmma kernel's epilogue, portable_amax for the other rows),
+  // top-2048 with the ascending write (the block sort); valid_len came from L (set_up).
+  poison(keys_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_keys_) * sizeof(float));
+  dense_logits(source, true);
   if (options.scores) copy_dense_scores(batch, source, out);
-
-  // Level one: block keys, top-2048 with the ascending write (the block sort); valid_len came
-  // from L (set_up).
   int64_t sum_blocks = 0;
   for (int L : sel_len_host_) sum_blocks += (L + 7) / 8;
-  poison(keys_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_keys_) * sizeof(float));
-  launch_block_amax(dense_.get(), ld_dense_, sel_len_.get(), nsel, max_len_, keys_.get(), ld_keys_);
-  if (checks_)
-    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(keys_.get()), ld_keys_, nsel, sel_len_.get(),
-                                   8, 0, 0xFFFFFFFFu),
-                  "block_amax");
-  time("block_amax", &source, 0, double(sum_len_) * 4 + double(sum_blocks) * 4,
-       [&] { launch_block_amax(dense_.get(), ld_dense_, sel_len_.get(), nsel, max_len_, keys_.get(), ld_keys_); });
+  const Chunk all{0, nsel, -1};
+  portable_amax(source, all);
+  if (checks_) check_keys(all);
+  time("block_amax", &source, 0, amax_bytes(source, sum_blocks), [&] { portable_amax(source, all); });
 
   poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
   launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth_.get());
@@ -624,9 +656,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
 void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
   const int nsel = int(sel_.size()), ntail = int(tail_sel_.size()), k = batch.topk, n = chunks();
   LayerSlot& slot = slots_[source.id];
-  auto amax = [&](const Chunk& c) {
-    launch_block_amax(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, max_len_, keys_.get(), ld_keys_);
-  };
+  auto amax = [&](const Chunk& c) { portable_amax(source, c); };
   auto block_topk = [&](const Chunk& c) {
     launch_block_topk(keys_.get(), ld_keys_, sel_len_.get() + c.first, c.count, max_len_,
                       blocks_.get() + int64_t(c.first) * kTopkBlocks, level_kth_.get() + c.first);
@@ -637,7 +667,7 @@ void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
                     slot.picks.get() + int64_t(c.first) * k, topk_list_.get() + c.first);
   };
   auto run = [&](const Chunk& c) {
-    launch_dense(source, c, true, true);
+    launch_dense(source, c, true, true, true);
     amax(c);
     block_topk(c);
     own(c);
@@ -648,16 +678,13 @@ void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
     const Chunk c = chunk(i);
     poison(dense_.get(), kPoisonByteFloat, size_t(c.count) * size_t(ld_dense_) * sizeof(float));
     poison(keys_.get(), kPoisonByteFloat, size_t(c.count) * size_t(ld_keys_) * sizeof(float));
-    launch_dense(source, c, true, true);
+    launch_dense(source, c, true, true, true);
     if (checks_)
       check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(dense_.get()), ld_dense_, c.count,
                                      sel_len_.get() + c.first, 1, 0, 0xFFFFFFFFu),
                     "dense_logits");
     amax(c);
-    if (checks_)
-      check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(keys_.get()), ld_keys_, c.count,
-                                     sel_len_.get() + c.first, 8, 0, 0xFFFFFFFFu),
-                    "block_amax");
+    if (checks_) check_keys(c);
     block_topk(c);
     own(c);
   }
@@ -686,13 +713,13 @@ void GpuEngine::time_chunked(const Layer& source, int n, int k, const Amax& amax
   auto over = [&](const auto& f) { return [&, f] { for (int i = 0; i < n; ++i) f(chunk(i)); }; };
   time("dense_logits", &source, 2.0 * kHeads * kHeadDim * double(sum_len_),
        double(sum_len_) * 4 + double(ncols_) * 68 + double(nsel) * kHeads * 68,
-       over([&](const Chunk& c) { launch_dense(source, c, true, true); }));
+       over([&](const Chunk& c) { launch_dense(source, c, true, true, true); }));
   const LayerSlot& slot = slots_[source.id];
   if (slot.nwtiles > 0 && slot.ntiles > 0) {
-    time("dense_logits.wgmma", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, true, false); }));
-    time("dense_logits.mma_sync", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, false, true); }));
+    time("dense_logits.wgmma", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, true, false, true); }));
+    time("dense_logits.mma_sync", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, false, true, true); }));
   }
-  time("block_amax", &source, 0, double(sum_len_) * 4 + double(sum_blocks) * 4, over(amax));
+  time("block_amax", &source, 0, amax_bytes(source, sum_blocks), over(amax));
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4, over(block_topk));
   time("topk", &source, 0, double(sum_valid_) * 4 + double(nsel) * k * 4, over(own));
   for (int i = 0; i < n; ++i) run(chunk(i));

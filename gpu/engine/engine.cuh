@@ -75,6 +75,8 @@ class GpuEngine : public Implementation {
     // No tile spans two row chunks (chunk_rows_): chunk c's tiles are [wtile_chunk[c],
     // wtile_chunk[c + 1]) and [tile_chunk[c], tile_chunk[c + 1]).
     std::vector<int32_t> wtile_chunk, tile_chunk;
+    // Chunk c's rows on the portable kernel: tile_rows[rest_chunk[c], rest_chunk[c + 1]).
+    std::vector<int32_t> rest_chunk;
     // gpu-sparse consumers: table rows by route (upload_route_order), n_split on the split route.
     DeviceBuffer<int32_t> route_order;
     int n_split = 0;
@@ -100,8 +102,13 @@ class GpuEngine : public Implementation {
   };
   Chunk chunk(int index) const;
   int chunks() const;
-  void dense_logits(const Layer& layer);
-  void launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable);
+  // keys: the wgmma kernel also writes level one's block keys of its rows (keys_).
+  void dense_logits(const Layer& layer, bool keys = false);
+  void launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable, bool keys = false);
+  // The block keys of chunk c's rows that the dense wgmma kernel does not cover (keys_).
+  void portable_amax(const Layer& layer, const Chunk& c);
+  double amax_bytes(const Layer& layer, int64_t sum_blocks) const;
+  void check_keys(const Chunk& c);
   void publish_chunked(const Batch& batch, const Layer& source);
   template <class Amax, class BlockTopk, class Own, class Run>
   void time_chunked(const Layer& source, int n, int k, const Amax& amax, const BlockTopk& block_topk,

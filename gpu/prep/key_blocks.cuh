@@ -12,6 +12,9 @@ namespace dsa::gpu {
 // half, without bank conflicts, gives a warp the mma fragments of the block's 8 keys (mma.sync B,
 // or wgmma's A rows).
 constexpr int kKeyBlockBytes = 1024;
+// Zero records after the last request's: the dense wgmma kernel reads up to 7 records past a
+// row block's end (its scores are never stored) rather than clamp each load.
+constexpr int kKeyBlockPad = 8;
 
 // Block index of each request's position 0: requests in order, ceil(len / 8) blocks each.
 // Returns the total block count.

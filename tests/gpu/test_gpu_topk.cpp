@@ -151,7 +151,7 @@ TEST_CASE("own top-k through level one equals the whole row's top-k, ties and th
   d_dense.upload(dense);
   d_len.upload(lens);
   d_valid.upload(valid);
-  gpu::launch_block_amax(d_dense.get(), ld, d_len.get(), nrows, max_len, d_keys.get(), ld_keys);
+  gpu::launch_block_amax(d_dense.get(), ld, d_len.get(), nullptr, nrows, 0, max_len, d_keys.get(), ld_keys);
   gpu::launch_block_topk(d_keys.get(), ld_keys, d_len.get(), nrows, max_len, d_blocks.get(), d_kth.get());
   for (int k : {512, 2048}) {
     INFO("k " << k);
