@@ -172,7 +172,7 @@ __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRo
   const int64_t out_row = row >= 0 ? row - a.row0 : 0;
   const int64_t rec = b.blk0 + 2 * warp + (g >> 2);
   Lane l;
-  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + rec * kKeyBlockBytes) + 8 * (g & 3) + t;
+  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + rec * kKeyBlockBytes) + pair_slot(2 * (g & 3), t);
   l.scale = a.kbscale + rec * 8 + 2 * (g & 3);
   l.out = a.out + out_row * a.ld + first;
   l.lim = (row >= 0 ? a.sel_len[row] : 0) - first;
@@ -186,9 +186,9 @@ __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRo
 __device__ __forceinline__ void load_keys(StepKeys& k, const Lane& l, int s) {
   const unsigned r = unsigned(s) * (kKeys / 8);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {  // key 2p + h: 4 lanes (16 bytes each) further in the record
-    k.frag[h][0] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 4 * h);
-    k.frag[h][1] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 4 * h + 32);
+  for (int h = 0; h < 2; ++h) {  // key 2p + h: pair_slot(2p + h, t), 16 slots further for h = 1
+    k.frag[h][0] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 16 * h);
+    k.frag[h][1] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 16 * h + 32);
   }
   const float2 sc = __ldg(reinterpret_cast<const float2*>(l.scale + r * 8));
   k.scale[0] = sc.x;

@@ -314,9 +314,16 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (key_records()) {
     std::vector<int64_t> req_blk;
     const int64_t nblk = key_block_starts(batch.compressed_len, req_blk);
-    kbfrag_.resize(size_t(nblk + kKeyBlockPad) * kKeyBlockBytes);
+    const size_t rec = size_t(nblk + kKeyBlockPad) * kKeyBlockBytes, pad = size_t(kKeyBlockPad) * kKeyBlockBytes;
+    if (path_ == PathKind::sparse) {
+      kbfrag_.resize(rec);
+      kbfrag_.fill_bytes(0, pad, rec - pad);
+    }
+    if (use_wgmma_) {
+      kdfrag_.resize(rec);
+      kdfrag_.fill_bytes(0, pad, rec - pad);
+    }
     kbscale_.resize(size_t(nblk + kKeyBlockPad) * 8);
-    kbfrag_.fill_bytes(0, size_t(kKeyBlockPad) * kKeyBlockBytes, size_t(nblk) * kKeyBlockBytes);
     kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
     req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
   }
@@ -394,10 +401,12 @@ void GpuEngine::prepare_keys() {
   if (key_records()) {
     auto blocks = [&] {
       launch_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_, max_lc_,
-                        kbfrag_.get(), kbscale_.get());
+                        path_ == PathKind::sparse ? kbfrag_.get() : nullptr, use_wgmma_ ? kdfrag_.get() : nullptr,
+                        kbscale_.get());
     };
     blocks();
-    time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * 2, blocks);
+    const int layouts = int(path_ == PathKind::sparse) + int(use_wgmma_);
+    time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * (2 + layouts - 1), blocks);
   }
 }
 
@@ -522,7 +531,7 @@ void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, boo
   DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                    t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
                    t.weights.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
-                   sel_req_.get(), wide_count_.get(), wide_list_.get(), kbfrag_.get(), kbscale_.get(), req_blk_.get(),
+                   sel_req_.get(), wide_count_.get(), wide_list_.get(), kdfrag_.get(), kbscale_.get(), req_blk_.get(),
                    max_len_, dense_.get(), ld_dense_, c.first, keys ? keys_.get() : nullptr, ld_keys_};
   if (wgmma) launch_dense_wgmma(w);
   if (portable) launch_dense_logits(a);

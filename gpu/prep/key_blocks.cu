@@ -9,7 +9,8 @@ namespace {
 
 // One thread per (block, lane) of request blockIdx.y.
 __global__ void key_blocks_kernel(const int8_t* ks, const float* kscale, const int64_t* req_start,
-                                  const int32_t* req_len, const int64_t* req_blk, int8_t* kbfrag, float* kbscale) {
+                                  const int32_t* req_len, const int64_t* req_blk, int8_t* kbfrag, int8_t* kdfrag,
+                                  float* kbscale) {
   const int req = blockIdx.y;
   const int len = req_len[req];
   const int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -27,9 +28,17 @@ __global__ void key_blocks_kernel(const int8_t* ks, const float* kscale, const i
     scale = kscale[req_start[req] + pos];
   }
   const int64_t b = req_blk[req] + blk;
-  uint4* d = reinterpret_cast<uint4*>(kbfrag + b * kKeyBlockBytes);
-  d[lane] = make_uint4(w[0], w[1], w[2], w[3]);
-  d[32 + lane] = make_uint4(w[4], w[5], w[6], w[7]);
+  const uint4 lo = make_uint4(w[0], w[1], w[2], w[3]), hi = make_uint4(w[4], w[5], w[6], w[7]);
+  if (kbfrag != nullptr) {
+    uint4* d = reinterpret_cast<uint4*>(kbfrag + b * kKeyBlockBytes);
+    d[lane] = lo;
+    d[32 + lane] = hi;
+  }
+  if (kdfrag != nullptr) {
+    uint4* d = reinterpret_cast<uint4*>(kdfrag + b * kKeyBlockBytes);
+    d[pair_slot(g, t)] = lo;
+    d[32 + pair_slot(g, t)] = hi;
+  }
   if (t == 0) kbscale[b * 8 + g] = scale;
 }
 
@@ -46,11 +55,12 @@ int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_
 }
 
 void launch_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
-                       const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, float* kbscale) {
+                       const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, int8_t* kdfrag,
+                       float* kbscale) {
   if (nreq == 0 || max_len == 0) return;
   const int64_t threads = int64_t((max_len + 7) / 8) * 32;
   key_blocks_kernel<<<dim3(unsigned((threads + 255) / 256), unsigned(nreq)), 256>>>(ks, kscale, req_start, req_len,
-                                                                                  req_blk, kbfrag, kbscale);
+                                                                                  req_blk, kbfrag, kdfrag, kbscale);
   DSA_LAUNCH_CHECK("key_blocks_kernel");
 }
 
