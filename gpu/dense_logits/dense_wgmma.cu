@@ -216,8 +216,10 @@ __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
 }
 
 // The exact epilogue of step s (accumulators d complete): the scores of the lane's two keys, then
-// the block amax. A wide key (scale 0) gets a meaningless score here, which launch_dense_wide
-// overwrites, and counts as -inf in the block's key, which launch_dense_wide rewrites whole.
+// (kWithKeys) the block keys. Neither needs a mask: a wide key (scale 0) gets a meaningless score,
+// which launch_dense_wide overwrites along with its block's key, and the only block with
+// positions past the row's end is the newest, whose key is +inf.
+template <bool kWithKeys>
 __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const Lane& l, int s,
                                          const StepKeys& k, float* keys) {
   float res[2];
@@ -230,12 +232,9 @@ __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm
     *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
   else if (at < l.lim)
     l.out[at] = v[0];
-  if (keys == nullptr) return;  // uniform: the whole launch
+  if constexpr (!kWithKeys) return;
   const float inf = __int_as_float(0x7F800000);
-  float m = -inf;
-#pragma unroll
-  for (int key = 0; key < 2; ++key)
-    if (at + key < l.lim && k.scale[key] != 0.0f) m = fmaxf(m, v[key]);
+  float m = fmaxf(v[0], v[1]);
   m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));  // the block's 8 keys: lanes g = 4 (g / 4) + 0..3
   m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
   // Lanes g % 4 == 0 (at = the block's first position): its key, +inf for the newest block.
@@ -264,7 +263,7 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
 
 // One step: the k-steps on keys `cur` (the multiplies kMode asks for between them) while
 // `next` loads step s + 1's, then the epilogue.
-template <int kMode, int kOrder>
+template <int kMode, int kOrder, bool kWithKeys>
 __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, const StepKeys& cur,
                                          StepKeys& next, float* keys) {
   const int t = threadIdx.x & 3;
@@ -283,7 +282,7 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
   wgmma_wait();
   pin(d);
   keep(cur);
-  epilogue(d, sm, l, s, cur, keys);
+  epilogue<kWithKeys>(d, sm, l, s, cur, keys);
 }
 
 // The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
@@ -291,7 +290,7 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
 // Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
 // paths). No barrier: each warp loads its own keys, one step ahead. (Two steps a loop turn, to
 // spare the copy of `next`, spilled.)
-template <int kMode, int kOrder>
+template <int kMode, int kOrder, bool kWithKeys>
 __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const Lane l = lane_walk(a, b);
@@ -300,18 +299,30 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   load_keys(cur, l, 0);
   for (int s = 0; s < nsteps; ++s) {
     StepKeys next;
-    one_step<kMode, kOrder>(sm, l, db, s, cur, next, a.keys);
+    one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, cur, next, a.keys);
     cur = next;
   }
 }
 
 // The three-multiply steps in the block's k-step order (orders kOrder and up).
-template <int kOrder = 0>
+template <bool kWithKeys, int kOrder = 0>
 __device__ __forceinline__ void run_early(int order, const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   if constexpr (kOrder + 1 < kWgmmaOrders) {
-    if (order != kOrder) return run_early<kOrder + 1>(order, sm, a, b);
+    if (order != kOrder) return run_early<kWithKeys, kOrder + 1>(order, sm, a, b);
   }
-  run_steps<2, kOrder>(sm, a, b);
+  run_steps<2, kOrder, kWithKeys>(sm, a, b);
+}
+
+// The block's steps in its plan's mode and order; kWithKeys: with the block keys (a.keys).
+template <bool kWithKeys>
+__device__ __forceinline__ void run_plan(const TilePlan& plan, const WgmmaSmem& sm, const DenseWgmmaArgs& a,
+                                         const BlockRows& b) {
+  if (plan.mode == 0)
+    run_steps<0, 0, kWithKeys>(sm, a, b);
+  else if (plan.mode == 1)
+    run_steps<1, 0, kWithKeys>(sm, a, b);
+  else
+    run_early<kWithKeys>(plan.order, sm, a, b);
 }
 
 #endif
@@ -343,12 +354,10 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
   cp_async_wait<0>();
   fence_proxy_async();
   __syncthreads();  // B is in place for every warp's wgmma
-  if (plan.mode == 0)
-    run_steps<0, 0>(sm, a, b);
-  else if (plan.mode == 1)
-    run_steps<1, 0>(sm, a, b);
+  if (a.keys != nullptr)
+    run_plan<true>(plan, sm, a, b);
   else
-    run_early(plan.order, sm, a, b);
+    run_plan<false>(plan, sm, a, b);
 #endif
 }
 
