@@ -144,10 +144,10 @@ struct BlockRows {
   int64_t blk0;  // the key block record of position p0
 };
 
-// A warp's keys of one step as lane (g, t) feeds them to wgmma (Lane): [key 2p + h][k-steps 0-1,
-// 2-3] of record 2 warp + g / 4, and the two keys' scales.
+// Lane (g, t)'s keys of one step (keys 2p and 2p + 1 of record 2 warp + g / 4, see Lane): one
+// 16-byte load per k-step group, and the two keys' scales.
 struct StepKeys {
-  uint4 frag[2][2];
+  uint4 frag[4];  // [k-step group]: wgmma's A fragment as it is (launch_key_blocks' kdfrag)
   float scale[2];
 };
 
@@ -157,7 +157,7 @@ struct StepKeys {
 // + 1 of the step (one 8-byte store), and a key block's 8 keys sit in the 4 lanes g = 4 (g / 4) ..
 // of one t (block amax in two shuffles).
 struct Lane {
-  const uint4* frag;   // this lane's record of step 0, its 16 bytes of key 2p
+  const uint4* frag;   // this lane's record of step 0, its slot of k-step group 0
   const float* scale;  // the same record's scale of key 2p
   float* out;          // row t, position p0 + 16 warp + 2 g
   int lim;             // step offset + key < lim: a position of the row
@@ -172,7 +172,7 @@ __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRo
   const int64_t out_row = row >= 0 ? row - a.row0 : 0;
   const int64_t rec = b.blk0 + 2 * warp + (g >> 2);
   Lane l;
-  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + rec * kKeyBlockBytes) + pair_slot(2 * (g & 3), t);
+  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + rec * kKeyBlockBytes) + pair_slot(g & 3, t);
   l.scale = a.kbscale + rec * 8 + 2 * (g & 3);
   l.out = a.out + out_row * a.ld + first;
   l.lim = (row >= 0 ? a.sel_len[row] : 0) - first;
@@ -181,15 +181,12 @@ __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRo
   return l;
 }
 
-// Loads step s's keys. A step past the block's end reads records past it (at most 7, which
-// kKeyBlockPad covers at the end of the last request), and its scores are never stored.
+// Loads step s's keys. Steps past the block's end read records past it (kKeyBlockPad covers the
+// end of the last request), and their scores are never stored.
 __device__ __forceinline__ void load_keys(StepKeys& k, const Lane& l, int s) {
   const unsigned r = unsigned(s) * (kKeys / 8);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {  // key 2p + h: pair_slot(2p + h, t), 16 slots further for h = 1
-    k.frag[h][0] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 16 * h);
-    k.frag[h][1] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 16 * h + 32);
-  }
+  for (int gr = 0; gr < 4; ++gr) k.frag[gr] = __ldg(l.frag + r * (kKeyBlockBytes / 16) + 16 * gr);
   const float2 sc = __ldg(reinterpret_cast<const float2*>(l.scale + r * 8));
   k.scale[0] = sc.x;
   k.scale[1] = sc.y;
@@ -198,21 +195,18 @@ __device__ __forceinline__ void load_keys(StepKeys& k, const Lane& l, int s) {
 // wgmma reads A's registers asynchronously: keeps them from reuse until after the wait.
 __device__ __forceinline__ void keep(const StepKeys& k) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-      asm volatile("" ::"r"(k.frag[h][i].x), "r"(k.frag[h][i].y), "r"(k.frag[h][i].z), "r"(k.frag[h][i].w) : "memory");
+  for (int gr = 0; gr < 4; ++gr)
+    asm volatile("" ::"r"(k.frag[gr].x), "r"(k.frag[gr].y), "r"(k.frag[gr].z), "r"(k.frag[gr].w) : "memory");
 }
 
 // wgmma's A fragment of group kGroup's k-step: rows g (key 2p) and g + 8 (key 2p + 1), dims 4t..
-// and 16 + 4t.. of the group's 32.
+// and 16 + 4t.. of the group's 32, as one load delivered them.
 template <int kGroup>
 __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
-  const uint4 b0 = k.frag[0][kGroup >> 1], b1 = k.frag[1][kGroup >> 1];
-  f[0] = (kGroup & 1) ? b0.z : b0.x;
-  f[1] = (kGroup & 1) ? b1.z : b1.x;
-  f[2] = (kGroup & 1) ? b0.w : b0.y;
-  f[3] = (kGroup & 1) ? b1.w : b1.y;
+  f[0] = k.frag[kGroup].x;
+  f[1] = k.frag[kGroup].y;
+  f[2] = k.frag[kGroup].z;
+  f[3] = k.frag[kGroup].w;
 }
 
 // The exact epilogue of step s (accumulators d complete): the scores of the lane's two keys, then
@@ -221,13 +215,13 @@ __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
 // positions past the row's end is the newest, whose key is +inf.
 template <bool kWithKeys>
 __device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const Lane& l, int s,
-                                         const StepKeys& k, float* keys) {
+                                         const float (&scale)[2], float* keys) {
   float res[2];
   scores(d, sm, threadIdx.x & 3, res);
   const int at = s * kKeys;
   float v[2];
 #pragma unroll
-  for (int key = 0; key < 2; ++key) v[key] = __fmul_rn(res[key], __int_as_float(__float_as_int(k.scale[key]) + l.shift));
+  for (int key = 0; key < 2; ++key) v[key] = __fmul_rn(res[key], __int_as_float(__float_as_int(scale[key]) + l.shift));
   if (at + 1 < l.lim)
     *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
   else if (at < l.lim)
@@ -261,47 +255,43 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
   wgmma_s8(d, f, db + 2 * gr, kPos == 0 ? 0 : 1);  // +2 in the descriptor: the next 32 bytes of K
 }
 
-// One step: the k-steps on keys `cur` (the multiplies kMode asks for between them) while
-// `next` loads step s + 1's, then the epilogue.
+// One step: the k-steps on keys k (the multiplies kMode asks for between them), then step
+// s + 1's keys loaded into the same registers (wgmma has read them) under the epilogue.
 template <int kMode, int kOrder, bool kWithKeys>
-__device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, const StepKeys& cur,
-                                         StepKeys& next, float* keys) {
+__device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, StepKeys& k,
+                                         float* keys) {
   const int t = threadIdx.x & 3;
-  load_keys(next, l, s + 1);
   int d[64];
   pin(d);
   wgmma_fence();
-  kstep<kOrder, 0>(d, cur, db);
+  kstep<kOrder, 0>(d, k, db);
   if constexpr (kMode == 2) multiply_between(d, sm, 0, t);
-  kstep<kOrder, 1>(d, cur, db);
+  kstep<kOrder, 1>(d, k, db);
   if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
-  kstep<kOrder, 2>(d, cur, db);
+  kstep<kOrder, 2>(d, k, db);
   if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
-  kstep<kOrder, 3>(d, cur, db);
+  kstep<kOrder, 3>(d, k, db);
   wgmma_commit();
   wgmma_wait();
   pin(d);
-  keep(cur);
-  epilogue<kWithKeys>(d, sm, l, s, cur, keys);
+  keep(k);
+  const float scale[2] = {k.scale[0], k.scale[1]};
+  load_keys(k, l, s + 1);
+  epilogue<kWithKeys>(d, sm, l, s, scale, keys);
 }
 
 // The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
 // order, which matters only when heads multiply before position 1 or 2 (integer sums are exact).
 // Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
-// paths). No barrier: each warp loads its own keys, one step ahead. (Two steps a loop turn, to
-// spare the copy of `next`, spilled.)
+// paths). No barrier: each warp loads its own keys, one step ahead.
 template <int kMode, int kOrder, bool kWithKeys>
 __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const Lane l = lane_walk(a, b);
   const uint64_t db = smem_desc(sm.q);
-  StepKeys cur;
-  load_keys(cur, l, 0);
-  for (int s = 0; s < nsteps; ++s) {
-    StepKeys next;
-    one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, cur, next, a.keys);
-    cur = next;
-  }
+  StepKeys k;
+  load_keys(k, l, 0);
+  for (int s = 0; s < nsteps; ++s) one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, k, a.keys);
 }
 
 // The three-multiply steps in the block's k-step order (orders kOrder and up).

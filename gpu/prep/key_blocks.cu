@@ -34,10 +34,12 @@ __global__ void key_blocks_kernel(const int8_t* ks, const float* kscale, const i
     d[lane] = lo;
     d[32 + lane] = hi;
   }
-  if (kdfrag != nullptr) {
-    uint4* d = reinterpret_cast<uint4*>(kdfrag + b * kKeyBlockBytes);
-    d[pair_slot(g, t)] = lo;
-    d[32 + pair_slot(g, t)] = hi;
+  if (kdfrag != nullptr) {  // word i of group k of key g: word 2 i + g % 2 of slot 16 k + pair_slot(g / 2, t)
+    uint32_t* d = reinterpret_cast<uint32_t*>(kdfrag + b * kKeyBlockBytes);
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) d[(16 * k + pair_slot(g >> 1, t)) * 4 + 2 * i + (g & 1)] = w[2 * k + i];
   }
   if (t == 0) kbscale[b * 8 + g] = scale;
 }

@@ -12,13 +12,16 @@ namespace dsa::gpu {
 // half, without bank conflicts, gives a warp the mma fragments of the block's 8 keys (mma.sync B,
 // or wgmma's A rows).
 constexpr int kKeyBlockBytes = 1024;
-// The dense wgmma kernel's copy of the records, in pair order: key k's 16 bytes of lane t at slot
-// 16 (k % 2) + 4 (k / 2) + t of each half, so that lanes (g, t) taking keys 2 (g % 4) + h of a
-// record read 256 contiguous bytes for each h (and adjacent keys sit in one lane).
-constexpr int pair_slot(int key, int t) { return 16 * (key & 1) + 4 * (key >> 1) + t; }
-// Zero records after the last request's: the dense wgmma kernel reads up to 7 records past a
-// row block's end (its scores are never stored) rather than clamp each load.
-constexpr int kKeyBlockPad = 8;
+// The dense wgmma kernel's copy of the records, in pair order: 16-byte slot 16 k + pair_slot(p, t)
+// holds what lane t of key pair p (keys 2p, 2p + 1) gives wgmma as A for k-step group k: words
+// {dims 32k + 4t.. of key 2p, of key 2p + 1, dims 32k + 16 + 4t.. of key 2p, of key 2p + 1}.
+// A warp whose lanes (g, t) take pair g % 4 of record 2 warp + g / 4 reads 256 contiguous bytes of
+// each of its two records per load, and adjacent keys sit in one lane.
+constexpr int pair_slot(int pair, int t) { return 4 * pair + t; }
+// Zero records after the last request's: the dense wgmma kernel reads up to 15 records past a
+// row block's last (the rest of its last step, and the step after it, loaded ahead) rather than
+// clamp each load; their scores are never stored.
+constexpr int kKeyBlockPad = 16;
 
 // Block index of each request's position 0: requests in order, ceil(len / 8) blocks each.
 // Returns the total block count.
