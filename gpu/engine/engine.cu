@@ -314,17 +314,16 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (key_records()) {
     std::vector<int64_t> req_blk;
     const int64_t nblk = key_block_starts(batch.compressed_len, req_blk);
+    // The padding records (kKeyBlockPad) are zeroed once per shape, like the spare key columns.
     const size_t rec = size_t(nblk + kKeyBlockPad) * kKeyBlockBytes, pad = size_t(kKeyBlockPad) * kKeyBlockBytes;
-    if (path_ == PathKind::sparse) {
-      kbfrag_.resize(rec);
-      kbfrag_.fill_bytes(0, pad, rec - pad);
-    }
-    if (use_wgmma_) {
-      kdfrag_.resize(rec);
-      kdfrag_.fill_bytes(0, pad, rec - pad);
-    }
+    if (path_ == PathKind::sparse) kbfrag_.resize(rec);
+    if (use_wgmma_) kdfrag_.resize(rec);
     kbscale_.resize(size_t(nblk + kKeyBlockPad) * 8);
-    kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
+    if (new_shape) {
+      if (path_ == PathKind::sparse) kbfrag_.fill_bytes(0, pad, rec - pad);
+      if (use_wgmma_) kdfrag_.fill_bytes(0, pad, rec - pad);
+      kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
+    }
     req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
   }
   req_fexp_.resize(size_t(std::max(batch.requests(), 1)));
