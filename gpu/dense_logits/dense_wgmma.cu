@@ -11,7 +11,7 @@ namespace dsa::gpu {
 namespace {
 
 [[maybe_unused]] constexpr int kKeys = 64;      // M: key positions per step (8 key blocks, 2 a warp)
-constexpr int kChunk = 4096;   // positions per block (run 81: 1-1.5 ms faster than 2048: fewer prologues)
+constexpr int kChunk = 8192;   // positions per block: fewer prologues (runs 81-82: 2048, 4096, 8192: 49.7, 48.7, 47.7 ms)
 constexpr int kCols = kWgmmaTileRows * 32;
 constexpr int kRowPad = 36;
 
@@ -287,7 +287,8 @@ template <int kMode, int kOrder, bool kWithKeys>
 __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const Lane l = lane_walk(a, b);
-  const uint64_t db = smem_desc(sm.q);
+  uint64_t db = smem_desc(sm.q);
+  asm volatile("" : "+l"(db));  // opaque: held in registers, not rebuilt from the CTA id every step
   StepKeys k;
   load_keys(k, l, 0);
   for (int s = 0; s < nsteps; ++s) one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, k, a.keys);
