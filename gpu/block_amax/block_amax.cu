@@ -30,7 +30,8 @@ __global__ void key_mismatch_kernel(const float* dense, int64_t ld_dense, const 
   const int64_t row = blockIdx.y;
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   const int nblocks = (len[row0 + row] + 7) / 8;
-  if (b < nblocks && __float_as_uint(block_key(dense + row * ld_dense, b, nblocks)) != __float_as_uint(keys[row * ld_keys + b])) {
+  if (b >= nblocks) return;
+  if (__float_as_uint(block_key(dense + row * ld_dense, b, nblocks)) != __float_as_uint(keys[row * ld_keys + b])) {
     atomicAdd(count, 1ull);
     atomicMin(count + 1, (unsigned long long)(row0 + row) << 32 | unsigned(b));
   }

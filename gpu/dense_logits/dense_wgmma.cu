@@ -11,7 +11,8 @@ namespace dsa::gpu {
 namespace {
 
 [[maybe_unused]] constexpr int kKeys = 64;      // M: key positions per step (8 key blocks, 2 a warp)
-constexpr int kChunk = 8192;   // positions per block: fewer prologues (runs 81-82: 2048, 4096, 8192: 49.7, 48.7, 47.7 ms)
+// Positions per block: fewer prologues (runs 81-83: 2048, 4096, 8192, 16384: 49.7, 48.7, 47.7, 48.5 ms).
+constexpr int kChunk = 8192;
 constexpr int kCols = kWgmmaTileRows * 32;
 constexpr int kRowPad = 36;
 

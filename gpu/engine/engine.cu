@@ -724,8 +724,10 @@ void GpuEngine::time_chunked(const Layer& source, int n, int k, const Amax& amax
        over([&](const Chunk& c) { launch_dense(source, c, true, true, true); }));
   const LayerSlot& slot = slots_[source.id];
   if (slot.nwtiles > 0 && slot.ntiles > 0) {
-    time("dense_logits.wgmma", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, true, false, true); }));
-    time("dense_logits.mma_sync", &source, 0, 0, over([&](const Chunk& c) { launch_dense(source, c, false, true, true); }));
+    time("dense_logits.wgmma", &source, 0, 0,
+         over([&](const Chunk& c) { launch_dense(source, c, true, false, true); }));
+    time("dense_logits.mma_sync", &source, 0, 0,
+         over([&](const Chunk& c) { launch_dense(source, c, false, true, true); }));
   }
   time("block_amax", &source, 0, amax_bytes(source, sum_blocks), over(amax));
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4, over(block_topk));
