@@ -16,6 +16,12 @@
 # timings.md and logs.tgz (every stage's full log).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The build takes DSA_GIT_COMMIT only as 12 to 40 hex digits (CMakeLists.txt) and otherwise names
+# the copy's own, possibly stale, .git commit in every report: refuse before building.
+if [[ -n "${DSA_GIT_COMMIT:-}" && ! "$DSA_GIT_COMMIT" =~ ^[0-9a-f]{12,40}$ ]]; then
+  echo "device-check: DSA_GIT_COMMIT='$DSA_GIT_COMMIT' is not 12 to 40 hex digits (git rev-parse --short=12 HEAD)" >&2
+  exit 2
+fi
 OUT=${OUT:-$PWD/out/device-check}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
