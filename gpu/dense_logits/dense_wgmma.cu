@@ -100,9 +100,10 @@ __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmm
   return {early ? 2 : late ? 1 : 0, plan_order(a.qw_mul[int64_t(rows[0]) * 32])};
 }
 
-// Accumulator d[4 j + e] holds key 16 warp + g + 8 (e >> 1), column 8 j + 2 t + (e & 1): row t,
-// head 2 j + (e & 1). So lane (g, t) holds all 32 heads of row t for two keys, and the whole
-// score of each (no shuffles): head h of key `key` is d[acc(h, key)].
+// Accumulator d[4 j + e] holds A row g + 8 (e >> 1), i.e. key 16 warp + 2 g + (e >> 1) of the
+// step (Lane), and column 8 j + 2 t + (e & 1): row t, head 2 j + (e & 1). So lane (g, t) holds all
+// 32 heads of row t for two keys, and the whole score of each (no shuffles): head h of key `key`
+// is d[acc(h, key)].
 __device__ __forceinline__ constexpr int acc(int h, int key) { return 4 * (h >> 1) + 2 * key + (h & 1); }
 
 __device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int point, int t) {
@@ -173,7 +174,7 @@ __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRo
   const int64_t out_row = row >= 0 ? row - a.row0 : 0;
   const int64_t rec = b.blk0 + 2 * warp + (g >> 2);
   Lane l;
-  l.frag = reinterpret_cast<const uint4*>(a.kbfrag + rec * kKeyBlockBytes) + pair_slot(g & 3, t);
+  l.frag = reinterpret_cast<const uint4*>(a.kdfrag + rec * kKeyBlockBytes) + pair_slot(g & 3, t);
   l.scale = a.kbscale + rec * 8 + 2 * (g & 3);
   l.out = a.out + out_row * a.ld + first;
   l.lim = (row >= 0 ? a.sel_len[row] : 0) - first;
@@ -289,7 +290,7 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const Lane l = lane_walk(a, b);
   uint64_t db = smem_desc(sm.q);
-  asm volatile("" : "+l"(db));  // opaque: held in registers, not rebuilt from the CTA id every step
+  asm volatile("" : "+l"(db));  // opaque: held in registers, not rebuilt from the CTA id (run 83: no change)
   StepKeys k;
   load_keys(k, l, 0);
   for (int s = 0; s < nsteps; ++s) one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, k, a.keys);

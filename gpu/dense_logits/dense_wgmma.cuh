@@ -67,9 +67,9 @@ struct DenseWgmmaArgs {
   const int32_t* sel_req;
   const int32_t* wide_count;  // [nreq] and the lists of groups holding a wide key (launch_request_keys)
   const int32_t* wide_list;
-  // The main kernel's keys: ks and kscale as 1 KB records of 8 positions in pair order
+  // The main kernel's keys: ks and kscale as 1 KB records of 8 positions, the keys in pair order
   // (launch_key_blocks' kdfrag), request r's position 0 in record req_blk[r].
-  const int8_t* kbfrag;
+  const int8_t* kdfrag;
   const float* kbscale;
   const int64_t* req_blk;
   int max_len;

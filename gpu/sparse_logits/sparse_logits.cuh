@@ -7,7 +7,6 @@
 // re-laid per candidate block by launch_key_blocks; the rest is read through the page table.
 // Split-route rows run on wgmma (sparse_wgmma.cu) where the device has it, else on mma.sync.
 #include <cstdint>
-#include <vector>
 
 #include <vector_types.h>  // int2
 
