@@ -170,6 +170,8 @@ class GpuEngine : public Implementation {
   // consumer layers and the dense wgmma kernel; req_blk_ [nreq] the block of each request's
   // position 0.
   bool key_records() const { return path_ == PathKind::sparse || use_wgmma_; }
+  // The pair-order copy (kdfrag_): both wgmma kernels read it.
+  bool pair_records() const { return use_wgmma_ || (path_ == PathKind::sparse && use_sparse_wgmma_); }
   DeviceBuffer<int8_t> kbfrag_, kdfrag_;  // gpu-sparse's records, the dense wgmma kernel's (pair order)
   DeviceBuffer<float> kbscale_;
   DeviceBuffer<int64_t> req_blk_;

@@ -1,3 +1,5 @@
+#include <cstddef>  // offsetof
+
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/check.cuh"
 #include "gpu/common/cp_async.cuh"
@@ -11,15 +13,16 @@
 //
 // One warpgroup scores one table row, 64 candidates (8 blocks) a step: wgmma m64n32k32 with the
 // keys as A, from registers, and the row's 32 heads as B, in shared memory. Keys as A is what
-// lets any block of the row's list be a tile row: each warp loads the two blocks it owns from its
-// own cp.async ring (launch_key_blocks' layout: 16 bytes per lane, no bank conflicts), so
-// a step needs no barrier; the four rows of a CTA are adjacent rows of one request and share most
+// lets any block of the row's list be a tile row: each warp copies the two blocks it owns into its
+// own cp.async ring as pair-order records (launch_key_blocks' kdfrag), where lane (g, t) reads
+// keys 2p and 2p + 1 (p = g % 4) of block g / 4 as wgmma's A rows g and g + 8, one 16-byte read
+// per k-step group without register moves or bank conflicts, so a step needs no barrier; the four rows of a CTA are adjacent rows of one request and share most
 // blocks through L1. wgmma runs the int8 rate at N = 32 (bench/micro/mma_rate.cu, run 52: 1.9
 // POPS against mma.sync's 1.27).
 //
 // Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
 // + 8j) are the heads t, t+4, ..., t+28 of chain lane t, in chain order, for its two keys (rows g
-// and g+8 of its warp). The whole bf16 chain of a key then runs in one thread, two keys per
+// and g+8 of its warp: adjacent positions, stored as one bf16 pair). The whole bf16 chain of a key then runs in one thread, two keys per
 // instruction.
 //
 // Epilogue per head cell (split route of fp4_mma.cuh): S = A*mA + B*mB (two IMAD, the float bits
@@ -176,36 +179,37 @@ __device__ __forceinline__ int2 unit_ids(const SparseRowJob& j, int first) {
   return first < j.nb ? *reinterpret_cast<const int2*>(j.blocks + first) : make_int2(0, 0);
 }
 
-// A block's fragments (this lane's two 16-byte halves) and the scale of key g, read from shared
-// memory at f (launch_key_blocks' layout) and sc (8 floats).
-struct BlockRegs {
-  uint4 half[2];
-  float sk;
+// This lane's keys of one step, read back from the warp's ring slot at `slot`: keys 2p and 2p + 1
+// (p = g % 4) of the warp's block g / 4 as wgmma's A fragment of each k-step group (rows g and
+// g + 8; the pair-order records of launch_key_blocks' kdfrag), and their scales.
+struct StepRegs {
+  uint4 frag[4];
+  float2 sk;
 };
-__device__ __forceinline__ BlockRegs load_block(unsigned f, unsigned sc) {
-  const int lane = threadIdx.x & 31;
-  return BlockRegs{{lds128(f + lane * 16), lds128(f + 512 + lane * 16)}, lds32f(sc + (lane >> 2) * 4)};
+__device__ __forceinline__ StepRegs load_step(unsigned slot) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const unsigned rec = slot + unsigned(g >> 2) * kKeyBlockBytes;
+  StepRegs r;
+#pragma unroll
+  for (int gr = 0; gr < 4; ++gr) r.frag[gr] = lds128(rec + unsigned(16 * gr + pair_slot(g & 3, t)) * 16);
+  r.sk = lds64f(slot + unsigned(offsetof(UnitSlot, scale)) + unsigned((g >> 2) * 8 + 2 * (g & 3)) * 4);
+  return r;
 }
 
 // One step of a row: this warp's two blocks (list entries i0, i0 + 1) already in registers.
-// under() runs between the wgmma's commit and its wait. Scores go to j.out; blocks with a key off
-// the fast path are marked in slow_blocks.
+// under() runs between the wgmma's commit and its wait. Scores go to j.out, two adjacent positions
+// a lane; blocks with a key off the fast path are marked in slow_blocks.
 template <class Under>
-__device__ __forceinline__ void score_step(const BlockRegs& b0r, const BlockRegs& b1r, uint64_t dq, const RowConsts& r,
-                                           const SparseRowJob& j, int i0, uint32_t* slow_blocks, Under under) {
+__device__ __forceinline__ void score_step(const StepRegs& k, uint64_t dq, const RowConsts& r, const SparseRowJob& j,
+                                           int i0, uint32_t* slow_blocks, Under under) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const uint4 v[2][2] = {{b0r.half[0], b0r.half[1]}, {b1r.half[0], b1r.half[1]}};
-  const float sk0 = b0r.sk, sk1 = b1r.sk;
-  // k-step k: rows g (block 0) and g + 8 (block 1), dims 4t.. and 16 + 4t..
   uint32_t ak[4][4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const uint4& b0 = v[0][k >> 1];
-    const uint4& b1 = v[1][k >> 1];
-    ak[k][0] = (k & 1) ? b0.z : b0.x;
-    ak[k][1] = (k & 1) ? b1.z : b1.x;
-    ak[k][2] = (k & 1) ? b0.w : b0.y;
-    ak[k][3] = (k & 1) ? b1.w : b1.y;
+  for (int gr = 0; gr < 4; ++gr) {
+    ak[gr][0] = k.frag[gr].x;
+    ak[gr][1] = k.frag[gr].y;
+    ak[gr][2] = k.frag[gr].z;
+    ak[gr][3] = k.frag[gr].w;
   }
   int da[16], db[16];
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -215,15 +219,21 @@ __device__ __forceinline__ void score_step(const BlockRegs& b0r, const BlockRegs
   wgmma_keys<0>(db, ak[3], dq + 6);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   under();
-  const uint32_t sk2 = __byte_perm(__float_as_uint(sk0), __float_as_uint(sk1), 0x7632);
-  const bool fast0 = __all_sync(0xFFFFFFFFu, sk0 != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk1 != 0.0f);
+  const uint32_t sk2 = __byte_perm(__float_as_uint(k.sk.x), __float_as_uint(k.sk.y), 0x7632);
+  // Block 0's keys sit in lanes 0-15, block 1's in lanes 16-31.
+  const unsigned fast_lanes = __ballot_sync(0xFFFFFFFFu, k.sk.x != 0.0f && k.sk.y != 0.0f);
+  const bool fast0 = (fast_lanes & 0xFFFFu) == 0xFFFFu, fast1 = (fast_lanes >> 16) == 0xFFFFu;
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   pin(da);
   pin(db);
-  const uint32_t sc = chain_scores(da, db, r, sk2);
-  const int col = 8 * i0 + g + 8 * (t & 1);  // t = 0: key g of block 0; t = 1: key g of block 1
-  const bool fast = (t & 1) ? fast1 : fast0;
-  if (t < 2 && fast && col < j.valid) j.out[col] = uint16_t((t & 1) ? sc >> 16 : sc & 0xFFFFu);
+  const uint32_t sc = chain_scores(da, db, r, sk2);  // keys 2p (low half) and 2p + 1 (high half)
+  const int col = 8 * (i0 + (g >> 2)) + 2 * (g & 3);
+  if (t == 0 && ((g >> 2) ? fast1 : fast0)) {
+    if (col + 1 < j.valid)
+      *reinterpret_cast<uint32_t*>(j.out + col) = sc;
+    else if (col < j.valid)
+      j.out[col] = uint16_t(sc & 0xFFFFu);
+  }
   if (lane == 0) {
     if (!fast0 && i0 < j.nb) atomicOr(&slow_blocks[i0 >> 5], 1u << (i0 & 31));
     if (!fast1 && i0 + 1 < j.nb) atomicOr(&slow_blocks[(i0 + 1) >> 5], 1u << ((i0 + 1) & 31));
@@ -236,7 +246,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
                                             const SparseLogitsArgs& a) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
   UnitCopy c;
-  c.frag = a.kbfrag + j.kblk * kKeyBlockBytes + lane * 16;
+  c.frag = a.kdfrag + j.kblk * kKeyBlockBytes + lane * 16;
   c.scale = a.kbscale + j.kblk * 8 + (lane & 7);
   c.ring = smem_addr(&sm.ring[w].unit[0].frag[0][0][lane]);
   c.ring_scale = smem_addr(&sm.ring[w].unit[0].scale[lane >> 4][(lane >> 3) & 1][lane & 7]);
@@ -256,8 +266,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
     cp_async_wait<kUnits - 2>();  // step u has landed (the groups of steps u + 1 .. u + kUnits - 2 may not)
     __syncwarp();  // the scales were copied by lanes 0..15 (copy 0)
     const unsigned s = mine + unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
-    const BlockRegs b0 = load_block(s, s + 2048), b1 = load_block(s + 1024, s + 2048 + 32);
-    score_step(b0, b1, dq, r, j, 8 * u + 2 * w, sm.slow_blocks, [&] {
+    score_step(load_step(s), dq, r, j, 8 * u + 2 * w, sm.slow_blocks, [&] {
       // under the wgmma: the copies of step u + kUnits - 1, into the slot step u - 1 used
       const int ahead = u + kUnits - 1;
       const int2 ids = next;
