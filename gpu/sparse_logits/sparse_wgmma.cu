@@ -38,6 +38,10 @@ using namespace sparse_slow;
 
 constexpr int kGroups = 4;               // warpgroups (table rows) per CTA: 16 warps, one CTA per SM
 constexpr int kUnits = 4;                // ring depth per warp in steps (a power of two)
+// The staged list's padding: steps run in fours and read kUnits - 1 steps ahead, 8 entries a step.
+constexpr int kIdsPad = 8 * (2 * kUnits);
+static_assert(8 * ((kTopkBlocks / 8 + kUnits - 1) / kUnits * kUnits + kUnits - 1) <= kTopkBlocks + kIdsPad,
+              "the list's padding covers the last iteration's lookahead");
 
 // One warp's share of one step: its two blocks' fragments and key scales.
 struct UnitSlot {
@@ -54,8 +58,11 @@ union WarpRing {
 struct alignas(1024) GroupSmem {
   uint8_t q[32 * 128];  // B: the row's split-form query, head-permuted, 128-byte swizzle
   uint32_t slow_blocks[kTopkBlocks / 32];
+  int32_t ids[kTopkBlocks + kIdsPad];  // the row's block list; entries past nb repeat entry 0
   WarpRing ring[4];
 };
+static_assert(offsetof(GroupSmem, ids) == offsetof(GroupSmem, slow_blocks) + sizeof(GroupSmem::slow_blocks),
+              "run_step finds slow_blocks from the list's address");
 
 struct Smem {
   GroupSmem group[kGroups];
@@ -126,31 +133,45 @@ __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs
   }
 }
 
-// Where this lane copies its step data from and to (blocks of the row's request, ring slot 0).
-struct UnitCopy {
-  const int8_t* frag;   // block 0 of the request, this lane's 16 bytes of half 0
+// Where this lane copies its step data from and to: block 0 of the request, ring slot 0.
+struct StepCopy {
+  const int8_t* frag;   // this lane's 16 bytes of half 0 of the request's block 0 record
   const float* scale;   // block 0's scale of key lane & 7
   unsigned ring;        // this lane's bytes of block 0, half 0, slot 0
   unsigned ring_scale;  // scale[lane >> 4][(lane >> 3) & 1][lane & 7] of slot 0
-  int safe;             // a block of the row: what entries past its list copy (never stored)
+  bool second;          // lanes 8-15 and 24-31 copy block 1's scale
 };
 
-// Starts copying this warp's blocks of step u (list entries first, first + 1; their ids in
-// ids) into slot u % kUnits; one commit group, no branch: entries past the row's nb blocks copy
-// block `safe` instead.
-__device__ __forceinline__ void request_unit(const UnitCopy& c, int u, int2 ids, int first, int nb) {
-  const int lane = threadIdx.x & 31;
-  const unsigned slot = unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
-  const int b0 = first < nb ? ids.x : c.safe, b1 = first + 1 < nb ? ids.y : c.safe;
-  const int8_t* s0 = c.frag + (int64_t(b0) << 10);
-  const int8_t* s1 = c.frag + (int64_t(b1) << 10);
-  static_assert(kKeyBlockBytes == 1024, "blocks addressed by shift");
-  cp_async16(c.ring + slot, s0);
-  cp_async16(c.ring + slot + 512, s0 + 512);
-  cp_async16(c.ring + slot + 1024, s1);
-  cp_async16(c.ring + slot + 1536, s1 + 512);
-  cp_async4(c.ring_scale + slot, c.scale + int64_t((lane & 8) ? b1 : b0) * 8);
+// Both 16-byte pieces of this lane of one 1 KB block record (halves 512 bytes apart); the ring
+// offset is an immediate, so a step's copies cost one address each.
+template <unsigned kDst>
+__device__ __forceinline__ void cp_record(unsigned ring, const int8_t* src) {
+  asm volatile(
+      "cp.async.ca.shared.global [%0+%2], [%1], 16;\n\t"
+      "cp.async.ca.shared.global [%0+%3], [%1+512], 16;" ::"r"(ring),
+      "l"(src), "n"(kDst), "n"(kDst + 512));
+}
+template <unsigned kDst>
+__device__ __forceinline__ void cp_scale(unsigned ring, const float* src) {
+  asm volatile("cp.async.ca.shared.global [%0+%2], [%1], 4;" ::"r"(ring), "l"(src), "n"(kDst));
+}
+
+// Starts copying this warp's two blocks of one step (ids, from the staged list) into ring slot
+// kSlot; one commit group, no branch (the list's padding repeats a block of the row).
+template <int kSlot>
+__device__ __forceinline__ void request_step(const StepCopy& c, int2 ids) {
+  static_assert(kKeyBlockBytes == 1024, "records 1 KB apart, halves 512 bytes apart");
+  constexpr unsigned o = unsigned(kSlot) * unsigned(sizeof(UnitSlot));
+  cp_record<o>(c.ring, c.frag + int64_t(ids.x) * kKeyBlockBytes);
+  cp_record<o + 1024>(c.ring, c.frag + int64_t(ids.y) * kKeyBlockBytes);
+  cp_scale<o>(c.ring_scale, c.scale + int64_t(c.second ? ids.y : ids.x) * 8);
   cp_async_commit();
+}
+
+__device__ __forceinline__ int2 lds64i(unsigned addr) {
+  int2 v;
+  asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
 }
 
 // The bf16 chain of steps 0..7 for this thread's two keys, then the lane sums: every thread of
@@ -175,10 +196,6 @@ __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int 
 }
 
 
-__device__ __forceinline__ int2 unit_ids(const SparseRowJob& j, int first) {
-  return first < j.nb ? *reinterpret_cast<const int2*>(j.blocks + first) : make_int2(0, 0);
-}
-
 // This lane's keys of one step, read back from the warp's ring slot at `slot`: keys 2p and 2p + 1
 // (p = g % 4) of the warp's block g / 4 as wgmma's A fragment of each k-step group (rows g and
 // g + 8; the pair-order records of launch_key_blocks' kdfrag), and their scales.
@@ -196,92 +213,113 @@ __device__ __forceinline__ StepRegs load_step(unsigned slot) {
   return r;
 }
 
-// One step of a row: this warp's two blocks (list entries i0, i0 + 1) already in registers.
-// under() runs between the wgmma's commit and its wait. Scores go to j.out, two adjacent positions
-// a lane; blocks with a key off the fast path are marked in slow_blocks.
-template <class Under>
-__device__ __forceinline__ void score_step(const StepRegs& k, uint64_t dq, const RowConsts& r, const SparseRowJob& j,
-                                           int i0, uint32_t* slow_blocks, Under under) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  uint32_t ak[4][4];
-#pragma unroll
-  for (int gr = 0; gr < 4; ++gr) {
-    ak[gr][0] = k.frag[gr].x;
-    ak[gr][1] = k.frag[gr].y;
-    ak[gr][2] = k.frag[gr].z;
-    ak[gr][3] = k.frag[gr].w;
-  }
+// Marks this warp's blocks of a step (list entries i0, i0 + 1) that hold a key off the fast path
+// (the ballot's lanes 0-15 are block 0, 16-31 block 1); rare, so kept off the step's path.
+// slow_blocks: its shared address.
+__device__ __forceinline__ void mark_slow(unsigned fast_lanes, int i0, int nb, unsigned slow_blocks) {
+  if ((threadIdx.x & 31) != 0) return;
+  for (int b = 0; b < 2; ++b)
+    if (((fast_lanes >> (16 * b)) & 0xFFFFu) != 0xFFFFu && i0 + b < nb)
+      asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(slow_blocks + unsigned((i0 + b) >> 5) * 4u),
+                   "r"(1u << ((i0 + b) & 31))
+                   : "memory");
+}
+
+// What a warp's steps share: its copies, its ring, its output pair and the row's bounds.
+struct StepCtx {
+  StepCopy copy;
+  unsigned ring;     // the warp's ring slot 0
+  unsigned ids;      // the staged list's entry 2w (this warp's first block of step 0)
+  uint16_t* out;     // this lane's pair of step 0: column 8 (2w + g / 4) + 2 (g % 4)
+  int room;          // valid - that column: the pair is stored while room >= 2, its first key at 1
+  int nb;
+  uint64_t dq;       // B's descriptor
+};
+
+// Step u = u0 + kSlot of a row (ring slot kSlot: u0 is a multiple of kUnits, so every ring and
+// list offset is an immediate): waits for its copies, starts those of step u + kUnits - 1 into
+// the slot step u - 1 used, scores this warp's two blocks and stores their fast keys.
+template <int kSlot>
+__device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, int u0) {
+  constexpr int kAhead = kSlot + kUnits - 1;
+  constexpr unsigned kSlotBytes = unsigned(sizeof(UnitSlot));
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
+  const int2 ahead = lds64i(ids + kAhead * 32);
+  cp_async_wait<kUnits - 2>();  // this step has landed (the next kUnits - 2 may not)
+  __syncwarp();                 // lanes read what other lanes copied
+  const StepRegs k = load_step(c.ring + kSlot * kSlotBytes);
   int da[16], db[16];
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  wgmma_keys<0>(da, ak[0], dq);
-  wgmma_keys<1>(da, ak[1], dq + 2);  // +2 in the descriptor: the next 32 bytes of K
-  wgmma_keys<1>(da, ak[2], dq + 4);
-  wgmma_keys<0>(db, ak[3], dq + 6);
+  wgmma_keys<0>(da, reinterpret_cast<const uint32_t(&)[4]>(k.frag[0]), c.dq);
+  wgmma_keys<1>(da, reinterpret_cast<const uint32_t(&)[4]>(k.frag[1]), c.dq + 2);  // +2: the next 32 bytes of K
+  wgmma_keys<1>(da, reinterpret_cast<const uint32_t(&)[4]>(k.frag[2]), c.dq + 4);
+  wgmma_keys<0>(db, reinterpret_cast<const uint32_t(&)[4]>(k.frag[3]), c.dq + 6);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  under();
+  request_step<kAhead % kUnits>(c.copy, ahead);
   const uint32_t sk2 = __byte_perm(__float_as_uint(k.sk.x), __float_as_uint(k.sk.y), 0x7632);
-  // Block 0's keys sit in lanes 0-15, block 1's in lanes 16-31.
   const unsigned fast_lanes = __ballot_sync(0xFFFFFFFFu, k.sk.x != 0.0f && k.sk.y != 0.0f);
-  const bool fast0 = (fast_lanes & 0xFFFFu) == 0xFFFFu, fast1 = (fast_lanes >> 16) == 0xFFFFu;
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   pin(da);
   pin(db);
   const uint32_t sc = chain_scores(da, db, r, sk2);  // keys 2p (low half) and 2p + 1 (high half)
-  const int col = 8 * (i0 + (g >> 2)) + 2 * (g & 3);
-  if (t == 0 && ((g >> 2) ? fast1 : fast0)) {
-    if (col + 1 < j.valid)
-      *reinterpret_cast<uint32_t*>(j.out + col) = sc;
-    else if (col < j.valid)
-      j.out[col] = uint16_t(sc & 0xFFFFu);
-  }
-  if (lane == 0) {
-    if (!fast0 && i0 < j.nb) atomicOr(&slow_blocks[i0 >> 5], 1u << (i0 & 31));
-    if (!fast1 && i0 + 1 < j.nb) atomicOr(&slow_blocks[(i0 + 1) >> 5], 1u << ((i0 + 1) & 31));
+  const int u = u0 + kSlot, room = c.room - 64 * u;
+  uint16_t* out = c.out + 64 * u;
+  const bool store = t == 0 && ((fast_lanes >> (lane & 16)) & 0xFFFFu) == 0xFFFFu;
+  if (store && room >= 2)
+    *reinterpret_cast<uint32_t*>(out) = sc;
+  else if (store && room == 1)
+    *out = uint16_t(sc & 0xFFFFu);
+  if (fast_lanes != 0xFFFFFFFFu) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
+    const int w = (threadIdx.x >> 5) & 3;
+    mark_slow(fast_lanes, 8 * u + 2 * w, c.nb, c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
   }
 }
 
-// Every step of the row from the warp's own cp.async ring; blocks with a key off the fast path
-// are left in sm.slow_blocks.
+// Every step of the row from the warp's own cp.async ring, kUnits steps an iteration (the steps
+// past the row's last copy the list's padding and store nothing); blocks with a key off the fast
+// path are left in sm.slow_blocks.
 __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j, const RowConsts& r,
                                             const SparseLogitsArgs& a) {
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-  UnitCopy c;
-  c.frag = a.kdfrag + j.kblk * kKeyBlockBytes + lane * 16;
-  c.scale = a.kbscale + j.kblk * 8 + (lane & 7);
-  c.ring = smem_addr(&sm.ring[w].unit[0].frag[0][0][lane]);
-  c.ring_scale = smem_addr(&sm.ring[w].unit[0].scale[lane >> 4][(lane >> 3) & 1][lane & 7]);
-  c.safe = j.nb > 0 ? j.blocks[0] : 0;
-  const unsigned mine = smem_addr(&sm.ring[w].unit[0]);
-  const uint64_t dq = smem_desc(sm.q);
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2;
+  StepCtx c;
+  c.copy.frag = a.kdfrag + j.kblk * kKeyBlockBytes + lane * 16;
+  c.copy.scale = a.kbscale + j.kblk * 8 + (lane & 7);
+  c.copy.ring = smem_addr(&sm.ring[w].unit[0].frag[0][0][lane]);
+  c.copy.ring_scale = smem_addr(&sm.ring[w].unit[0].scale[lane >> 4][(lane >> 3) & 1][lane & 7]);
+  c.copy.second = (lane & 8) != 0;
+  // Opaque, so the compiler keeps one base a copy (one IMAD.WIDE each) instead of re-deriving
+  // kdfrag + kblk + lane + id every step (run 85's SASS: three more instructions a copy).
+  asm volatile("" : "+l"(c.copy.frag), "+l"(c.copy.scale));
+  c.ring = smem_addr(&sm.ring[w].unit[0]);
+  c.ids = smem_addr(&sm.ids[2 * w]);
+  const int col = 8 * (2 * w + (g >> 2)) + 2 * (g & 3);
+  c.out = j.out + col;
+  c.room = j.valid - col;
+  c.nb = j.nb;
+  c.dq = smem_desc(sm.q);
   const int nsteps = (j.nb + 7) / 8;
-  // Step u's ids are loaded one request ahead of their copies.
-  int2 next = unit_ids(j, 2 * w);
-#pragma unroll
-  for (int u = 0; u < kUnits - 1; ++u) {
-    const int2 ids = next;
-    next = unit_ids(j, 8 * (u + 1) + 2 * w);
-    request_unit(c, u, ids, 8 * u + 2 * w, j.nb);
-  }
-  for (int u = 0; u < nsteps; ++u) {
-    cp_async_wait<kUnits - 2>();  // step u has landed (the groups of steps u + 1 .. u + kUnits - 2 may not)
-    __syncwarp();  // the scales were copied by lanes 0..15 (copy 0)
-    const unsigned s = mine + unsigned(u & (kUnits - 1)) * unsigned(sizeof(UnitSlot));
-    score_step(load_step(s), dq, r, j, 8 * u + 2 * w, sm.slow_blocks, [&] {
-      // under the wgmma: the copies of step u + kUnits - 1, into the slot step u - 1 used
-      const int ahead = u + kUnits - 1;
-      const int2 ids = next;
-      next = unit_ids(j, 8 * (ahead + 1) + 2 * w);
-      request_unit(c, ahead, ids, 8 * ahead + 2 * w, j.nb);
-    });
+  static_assert(kUnits == 4, "run_step's slots below");
+  request_step<0>(c.copy, lds64i(c.ids));
+  request_step<1>(c.copy, lds64i(c.ids + 32));
+  request_step<2>(c.copy, lds64i(c.ids + 64));
+  for (int u0 = 0; u0 < nsteps; u0 += kUnits) {
+    run_step<0>(c, r, u0);
+    run_step<1>(c, r, u0);
+    run_step<2>(c, r, u0);
+    run_step<3>(c, r, u0);
   }
   cp_async_wait<0>();
 }
 
-// Sets up a warpgroup's row: B staged, slow_blocks cleared (the caller syncs the group), the
-// thread's constants.
-__device__ __forceinline__ void start_row(uint8_t* q, uint32_t* slow_blocks, const SparseLogitsArgs& a, int row) {
-  stage_query(q, a, row);
-  for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) slow_blocks[i] = 0;
+// Sets up a warpgroup's row: B and the block list staged, slow_blocks cleared (the caller syncs
+// the group). The list's entries past nb repeat entry 0, a block of the row, so a step's copies
+// need no test.
+__device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs& a, const SparseRowJob& j) {
+  stage_query(sm.q, a, j.row);
+  for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) sm.slow_blocks[i] = 0;
+  const int safe = j.nb > 0 ? j.blocks[0] : 0;
+  for (int i = threadIdx.x & 127; i < kTopkBlocks + kIdsPad; i += 128) sm.ids[i] = i < j.nb ? j.blocks[i] : safe;
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // B is read by wgmma (async proxy)
 }
 
@@ -300,7 +338,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1) sparse_wgmma_kernel(SparseLo
   const int slot = blockIdx.x * kGroups + group;
   if (slot >= a.n_split) return;  // whole warpgroups only: the barriers below are per group
   const SparseRowJob j = sparse_row_job(a, a.order[slot]);
-  start_row(sm.q, sm.slow_blocks, a, j.row);
+  start_row(sm, a, j);
   group_sync(group);
   RowConsts r;
   load_consts(r, a, j.row);
