@@ -318,10 +318,12 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
     const size_t rec = size_t(nblk + kKeyBlockPad) * kKeyBlockBytes, pad = size_t(kKeyBlockPad) * kKeyBlockBytes;
     if (path_ == PathKind::sparse) kbfrag_.resize(rec);
     if (pair_records()) kdfrag_.resize(rec);
+    if (swizzled_records()) kswz_.resize(rec);
     kbscale_.resize(size_t(nblk + kKeyBlockPad) * 8);
     if (new_shape) {
       if (path_ == PathKind::sparse) kbfrag_.fill_bytes(0, pad, rec - pad);
       if (pair_records()) kdfrag_.fill_bytes(0, pad, rec - pad);
+      if (swizzled_records()) kswz_.fill_bytes(0, pad, rec - pad);
       kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
     }
     req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
@@ -400,11 +402,11 @@ void GpuEngine::prepare_keys() {
   if (key_records()) {
     auto blocks = [&] {
       launch_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_, max_lc_,
-                        path_ == PathKind::sparse ? kbfrag_.get() : nullptr, pair_records() ? kdfrag_.get() : nullptr,
-                        kbscale_.get());
+                        {path_ == PathKind::sparse ? kbfrag_.get() : nullptr, pair_records() ? kdfrag_.get() : nullptr,
+                         swizzled_records() ? kswz_.get() : nullptr, kbscale_.get()});
     };
     blocks();
-    const int layouts = int(path_ == PathKind::sparse) + int(pair_records());
+    const int layouts = int(path_ == PathKind::sparse) + int(pair_records()) + int(swizzled_records());
     time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * (1 + layouts), blocks);  // read once, a copy each
   }
 }
@@ -769,7 +771,7 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
   SparseLogitsArgs a{pool_.get(), page_size_, table_.get(), table_width_, qs_.get(), qr_.get(),
                      qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
                      slot.row_split.get(), slot.weights.get(), sel_len_.get(),
-                     sel_req_.get(), req_blk_.get(), kbfrag_.get(), kdfrag_.get(), kbscale_.get(), table_rows_.get(),
+                     sel_req_.get(), req_blk_.get(), kbfrag_.get(), kswz_.get(), kbscale_.get(), table_rows_.get(),
                      blocks_.get(), valid_len_.get(), n, slot.route_order.get(), slot.n_split, use_sparse_wgmma_ ? 1 : 0,
                      sparse_.get()};
   poison(sparse_.get(), kPoisonByteFloat, size_t(n) * kCandidateWidth * sizeof(uint16_t));

@@ -170,9 +170,11 @@ class GpuEngine : public Implementation {
   // consumer layers and the dense wgmma kernel; req_blk_ [nreq] the block of each request's
   // position 0.
   bool key_records() const { return path_ == PathKind::sparse || use_wgmma_; }
-  // The pair-order copy (kdfrag_): both wgmma kernels read it.
-  bool pair_records() const { return use_wgmma_ || (path_ == PathKind::sparse && use_sparse_wgmma_); }
-  DeviceBuffer<int8_t> kbfrag_, kdfrag_;  // gpu-sparse's records, the dense wgmma kernel's (pair order)
+  // The pair-order copy (kdfrag_), read by the dense wgmma kernel, and the swizzled copy (kswz_),
+  // read by the sparse one.
+  bool pair_records() const { return use_wgmma_; }
+  bool swizzled_records() const { return path_ == PathKind::sparse && use_sparse_wgmma_; }
+  DeviceBuffer<int8_t> kbfrag_, kdfrag_, kswz_;  // gpu-sparse's records, the dense wgmma kernel's, the sparse one's
   DeviceBuffer<float> kbscale_;
   DeviceBuffer<int64_t> req_blk_;
   bool use_sparse_wgmma_ = false;

@@ -9,8 +9,7 @@ namespace {
 
 // One thread per (block, lane) of request blockIdx.y.
 __global__ void key_blocks_kernel(const int8_t* ks, const float* kscale, const int64_t* req_start,
-                                  const int32_t* req_len, const int64_t* req_blk, int8_t* kbfrag, int8_t* kdfrag,
-                                  float* kbscale) {
+                                  const int32_t* req_len, const int64_t* req_blk, KeyRecordOut out) {
   const int req = blockIdx.y;
   const int len = req_len[req];
   const int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -29,19 +28,24 @@ __global__ void key_blocks_kernel(const int8_t* ks, const float* kscale, const i
   }
   const int64_t b = req_blk[req] + blk;
   const uint4 lo = make_uint4(w[0], w[1], w[2], w[3]), hi = make_uint4(w[4], w[5], w[6], w[7]);
-  if (kbfrag != nullptr) {
-    uint4* d = reinterpret_cast<uint4*>(kbfrag + b * kKeyBlockBytes);
+  if (out.kbfrag != nullptr) {
+    uint4* d = reinterpret_cast<uint4*>(out.kbfrag + b * kKeyBlockBytes);
     d[lane] = lo;
     d[32 + lane] = hi;
   }
-  if (kdfrag != nullptr) {  // word i of group k of key g: word 2 i + g % 2 of slot 16 k + pair_slot(g / 2, t)
-    uint32_t* d = reinterpret_cast<uint32_t*>(kdfrag + b * kKeyBlockBytes);
+  if (out.kdfrag != nullptr) {  // word i of group k of key g: word 2 i + g % 2 of slot 16 k + pair_slot(g / 2, t)
+    uint32_t* d = reinterpret_cast<uint32_t*>(out.kdfrag + b * kKeyBlockBytes);
 #pragma unroll
     for (int k = 0; k < 4; ++k)
 #pragma unroll
       for (int i = 0; i < 2; ++i) d[(16 * k + pair_slot(g >> 1, t)) * 4 + 2 * i + (g & 1)] = w[2 * k + i];
   }
-  if (t == 0) kbscale[b * 8 + g] = scale;
+  if (out.kswz != nullptr) {  // w[c] holds dims 16 c + 4 t.. of key g: word t of its chunk c
+    uint32_t* d = reinterpret_cast<uint32_t*>(out.kswz + b * kKeyBlockBytes + g * 128);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) d[swizzled_chunk(c, g) * 4 + t] = w[c];
+  }
+  if (t == 0) out.kbscale[b * 8 + g] = scale;
 }
 
 }  // namespace
@@ -57,12 +61,11 @@ int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_
 }
 
 void launch_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
-                       const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, int8_t* kdfrag,
-                       float* kbscale) {
+                       const int64_t* req_blk, int nreq, int max_len, const KeyRecordOut& out) {
   if (nreq == 0 || max_len == 0) return;
   const int64_t threads = int64_t((max_len + 7) / 8) * 32;
   key_blocks_kernel<<<dim3(unsigned((threads + 255) / 256), unsigned(nreq)), 256>>>(ks, kscale, req_start, req_len,
-                                                                                  req_blk, kbfrag, kdfrag, kbscale);
+                                                                                  req_blk, out);
   DSA_LAUNCH_CHECK("key_blocks_kernel");
 }
 

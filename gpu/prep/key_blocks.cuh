@@ -18,6 +18,10 @@ constexpr int kKeyBlockBytes = 1024;
 // A warp whose lanes (g, t) take pair g % 4 of record 2 warp + g / 4 reads 256 contiguous bytes of
 // each of its two records per load, and adjacent keys sit in one lane.
 constexpr int pair_slot(int pair, int t) { return 4 * pair + t; }
+// The sparse wgmma kernel's copy, for wgmma's A from shared memory: key g's 128 bytes in order at
+// g * 128, its 16-byte chunk c stored at chunk c ^ g (the 128-byte swizzle). Copied whole to a
+// 1024-byte-aligned slot, a record is one 8-row group of a K-major A tile.
+constexpr int swizzled_chunk(int chunk, int key) { return chunk ^ key; }
 // Zero records after the last request's: the dense wgmma kernel reads up to 15 records past a
 // row block's last (the rest of its last step, and the step after it, loaded ahead) rather than
 // clamp each load; their scores are never stored.
@@ -27,11 +31,17 @@ constexpr int kKeyBlockPad = 16;
 // Returns the total block count.
 int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_t>& req_blk);
 
-// kbfrag (the layout above), kdfrag (pair order) and kbscale of every request's blocks from the
-// key prep's shifted keys ks [cols][128] and scales kscale [cols]; positions past a request's end
-// get zero keys and scale 1 (fast, never stored). kbfrag or kdfrag may be null (not written).
+// The layouts a launch writes; a null one is not written.
+struct KeyRecordOut {
+  int8_t* kbfrag;  // the layout above
+  int8_t* kdfrag;  // pair order
+  int8_t* kswz;    // swizzled key order
+  float* kbscale;
+};
+// The records and kbscale of every request's blocks from the key prep's shifted keys ks
+// [cols][128] and scales kscale [cols]; positions past a request's end get zero keys and scale 1
+// (fast, never stored).
 void launch_key_blocks(const int8_t* ks, const float* kscale, const int64_t* req_start, const int32_t* req_len,
-                       const int64_t* req_blk, int nreq, int max_len, int8_t* kbfrag, int8_t* kdfrag,
-                       float* kbscale);
+                       const int64_t* req_blk, int nreq, int max_len, const KeyRecordOut& out);
 
 }  // namespace dsa::gpu

@@ -12,18 +12,20 @@
 // reference (docs/semantics.md, "Sparse score").
 //
 // One warpgroup scores one table row, 64 candidates (8 blocks) a step: wgmma m64n32k32 with the
-// keys as A, from registers, and the row's 32 heads as B, in shared memory. Keys as A is what
-// lets any block of the row's list be a tile row: each warp copies the two blocks it owns into its
-// own cp.async ring as pair-order records (launch_key_blocks' kdfrag), where lane (g, t) reads
-// keys 2p and 2p + 1 (p = g % 4) of block g / 4 as wgmma's A rows g and g + 8, one 16-byte read
-// per k-step group without register moves or bank conflicts, so a step needs no barrier; the four rows of a CTA are adjacent rows of one request and share most
-// blocks through L1. wgmma runs the int8 rate at N = 32 (bench/micro/mma_rate.cu, run 52: 1.9
-// POPS against mma.sync's 1.27).
+// keys as A and the row's 32 heads as B, both in shared memory. Keys as A is what lets any block
+// of the row's list be a tile row: a block's swizzled record (launch_key_blocks' kswz) copied whole
+// to a 1024-byte-aligned slot is one 8-row group of a K-major A tile with the 128-byte swizzle.
+// Warp w copies the step's blocks 2w and 2w + 1, the tile rows 16w .. 16w + 15 that its own part
+// of the wgmma reads, into the group's ring, so a step needs no barrier (each thread fences its
+// copies into the async proxy; wgmma starts once the four warps arrive). The keys never pass
+// through registers: no shared loads, 16 fewer registers. The four rows of a CTA are adjacent
+// rows of one request and share most blocks through L1. wgmma runs the int8 rate at N = 32
+// (bench/micro/mma_rate.cu, run 52: 1.9 POPS against mma.sync's 1.27).
 //
 // Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
 // + 8j) are the heads t, t+4, ..., t+28 of chain lane t, in chain order, for its two keys (rows g
-// and g+8 of its warp: adjacent positions, stored as one bf16 pair). The whole bf16 chain of a key then runs in one thread, two keys per
-// instruction.
+// and g+8 of its warp: key g of blocks 2w and 2w + 1). The whole bf16 chain of a key then runs in
+// one thread, two keys per instruction.
 //
 // Epilogue per head cell (split route of fp4_mma.cuh): S = A*mA + B*mB (two IMAD, the float bits
 // of 2^23 added on the way), S = bits - 2^23 exactly (|S| < 2^23); then per two keys: relu and
@@ -37,29 +39,28 @@ namespace {
 using namespace sparse_slow;
 
 constexpr int kGroups = 4;               // warpgroups (table rows) per CTA: 16 warps, one CTA per SM
-constexpr int kUnits = 4;                // ring depth per warp in steps (a power of two)
+constexpr int kUnits = 4;                // ring depth in steps (a power of two)
 // The staged list's padding: steps run in fours and read kUnits - 1 steps ahead, 8 entries a step.
 constexpr int kIdsPad = 8 * (2 * kUnits);
 static_assert(8 * ((kTopkBlocks / 8 + kUnits - 1) / kUnits * kUnits + kUnits - 1) <= kTopkBlocks + kIdsPad,
               "the list's padding covers the last iteration's lookahead");
 
-// One warp's share of one step: its two blocks' fragments and key scales.
-struct UnitSlot {
-  uint4 frag[2][2][32];  // [block][half][lane]
-  float scale[2][2][8];  // [copy][block][key]: lanes 16..31 write copy 1, never read
-};
+constexpr int kTileBytes = 8 * kKeyBlockBytes;  // a step's A tile: 8 records, 1024-byte aligned
 
-// A warp's ring; after the steps its first bytes stage the slow route's keys.
-union WarpRing {
-  UnitSlot unit[kUnits];
-  SlowSmem slow;
+// A group's ring of A tiles; after the steps it stages the slow route's keys, a part a warp.
+union TileRing {
+  uint8_t tile[kUnits][kTileBytes];
+  SlowSmem slow[4];
 };
 
 struct alignas(1024) GroupSmem {
   uint8_t q[32 * 128];  // B: the row's split-form query, head-permuted, 128-byte swizzle
+  TileRing ring;
+  // Key scales of each slot: [copy][warp][key g][block of the warp]; lanes 16..31 write copy 1,
+  // never read, so the copy needs no branch.
+  float scale[kUnits][2][4][8][2];
   uint32_t slow_blocks[kTopkBlocks / 32];
   int32_t ids[kTopkBlocks + kIdsPad];  // the row's block list; entries past nb repeat entry 0
-  WarpRing ring[4];
 };
 static_assert(offsetof(GroupSmem, ids) == offsetof(GroupSmem, slow_blocks) + sizeof(GroupSmem::slow_blocks),
               "run_step finds slow_blocks from the list's address");
@@ -73,21 +74,24 @@ struct Smem {
 
 constexpr uint32_t kBf16x2NegZero = 0x80008000u;  // -0, -0: adding it leaves every value as it is
 
-__device__ __forceinline__ uint64_t smem_desc(const void* p) {
-  const uint32_t a = unsigned(__cvta_generic_to_shared(p));
-  return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);  // 128B swizzle
-}
+// A shared-memory matrix descriptor's low word (its address in 16-byte units); the high word is
+// the same for every operand here: 1024-byte stride between 8-row groups, 128-byte swizzle.
+__device__ __forceinline__ uint32_t desc_lo(const void* p) { return (unsigned(__cvta_generic_to_shared(p)) & 0x3FFFF) >> 4; }
+constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
 
-// d (+)= A * B for one 32-dim k-step: A = this warp's 16 keys (registers), B = 32 heads.
-template <int kAccumulate>
-__device__ __forceinline__ void wgmma_keys(int (&d)[16], const uint32_t (&a)[4], uint64_t db) {
+// d (+)= A * B for one 32-dim k-step: A = the step's 64 keys, B = 32 heads, both by descriptor
+// (low words a + kOffA, b + kOffB). The offsets are added inside, so the compiler neither holds
+// the 20 descriptors of four unrolled steps across the loop nor carries 64-bit adds.
+template <int kAccumulate, int kOffA, int kOffB>
+__device__ __forceinline__ void wgmma_keys(int (&d)[16], uint32_t a, uint32_t b) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "{\n.reg .pred p;\n.reg .b32 al, bl;\n.reg .b64 da, db;\nsetp.ne.b32 p, %18, 0;\n"
+      "add.u32 al, %16, %19;\nadd.u32 bl, %17, %20;\nmov.b64 da, {al, %21};\nmov.b64 db, {bl, %21};\n"
       "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15}, {%16, %17, %18, %19}, %20, p;\n}\n"
+      "%13, %14, %15}, da, db, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
         "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kAccumulate));
+      : "r"(a), "r"(b), "n"(kAccumulate), "n"(kOffA), "n"(kOffB), "n"(kDescHi));
 }
 
 // Pins the accumulators around the asynchronous region so no access moves across it.
@@ -137,18 +141,19 @@ __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs
 struct StepCopy {
   const int8_t* frag;   // this lane's 16 bytes of half 0 of the request's block 0 record
   const float* scale;   // block 0's scale of key lane & 7
-  unsigned ring;        // this lane's bytes of block 0, half 0, slot 0
-  unsigned ring_scale;  // scale[lane >> 4][(lane >> 3) & 1][lane & 7] of slot 0
+  unsigned ring;        // this lane's bytes of the warp's first block, half 0, of slot 0's tile
+  unsigned ring_scale;  // scale[0][lane >> 4][w][lane & 7][(lane >> 3) & 1]
   bool second;          // lanes 8-15 and 24-31 copy block 1's scale
 };
 
 // Both 16-byte pieces of this lane of one 1 KB block record (halves 512 bytes apart); the ring
-// offset is an immediate, so a step's copies cost one address each.
+// offset is an immediate, so a step's copies cost one address each. Through L2 only (.cg): run
+// 88 measured 2 % less time than caching them in L1 (.ca), whose hits the four rows of a CTA share.
 template <unsigned kDst>
 __device__ __forceinline__ void cp_record(unsigned ring, const int8_t* src) {
   asm volatile(
-      "cp.async.ca.shared.global [%0+%2], [%1], 16;\n\t"
-      "cp.async.ca.shared.global [%0+%3], [%1+512], 16;" ::"r"(ring),
+      "cp.async.cg.shared.global [%0+%2], [%1], 16;\n\t"
+      "cp.async.cg.shared.global [%0+%3], [%1+512], 16;" ::"r"(ring),
       "l"(src), "n"(kDst), "n"(kDst + 512));
 }
 template <unsigned kDst>
@@ -161,10 +166,10 @@ __device__ __forceinline__ void cp_scale(unsigned ring, const float* src) {
 template <int kSlot>
 __device__ __forceinline__ void request_step(const StepCopy& c, int2 ids) {
   static_assert(kKeyBlockBytes == 1024, "records 1 KB apart, halves 512 bytes apart");
-  constexpr unsigned o = unsigned(kSlot) * unsigned(sizeof(UnitSlot));
+  constexpr unsigned o = unsigned(kSlot) * unsigned(kTileBytes);
   cp_record<o>(c.ring, c.frag + int64_t(ids.x) * kKeyBlockBytes);
   cp_record<o + 1024>(c.ring, c.frag + int64_t(ids.y) * kKeyBlockBytes);
-  cp_scale<o>(c.ring_scale, c.scale + int64_t(c.second ? ids.y : ids.x) * 8);
+  cp_scale<unsigned(kSlot * sizeof(GroupSmem::scale[0]))>(c.ring_scale, c.scale + int64_t(c.second ? ids.y : ids.x) * 8);
   cp_async_commit();
 }
 
@@ -196,44 +201,27 @@ __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int 
 }
 
 
-// This lane's keys of one step, read back from the warp's ring slot at `slot`: keys 2p and 2p + 1
-// (p = g % 4) of the warp's block g / 4 as wgmma's A fragment of each k-step group (rows g and
-// g + 8; the pair-order records of launch_key_blocks' kdfrag), and their scales.
-struct StepRegs {
-  uint4 frag[4];
-  float2 sk;
-};
-__device__ __forceinline__ StepRegs load_step(unsigned slot) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const unsigned rec = slot + unsigned(g >> 2) * kKeyBlockBytes;
-  StepRegs r;
-#pragma unroll
-  for (int gr = 0; gr < 4; ++gr) r.frag[gr] = lds128(rec + unsigned(16 * gr + pair_slot(g & 3, t)) * 16);
-  r.sk = lds64f(slot + unsigned(offsetof(UnitSlot, scale)) + unsigned((g >> 2) * 8 + 2 * (g & 3)) * 4);
-  return r;
-}
-
 // Marks this warp's blocks of a step (list entries i0, i0 + 1) that hold a key off the fast path
-// (the ballot's lanes 0-15 are block 0, 16-31 block 1); rare, so kept off the step's path.
-// slow_blocks: its shared address.
-__device__ __forceinline__ void mark_slow(unsigned fast_lanes, int i0, int nb, unsigned slow_blocks) {
+// (fast: bit b set when block b is); rare, so kept off the step's path. slow_blocks: its shared
+// address.
+__device__ __forceinline__ void mark_slow(unsigned fast, int i0, int nb, unsigned slow_blocks) {
   if ((threadIdx.x & 31) != 0) return;
   for (int b = 0; b < 2; ++b)
-    if (((fast_lanes >> (16 * b)) & 0xFFFFu) != 0xFFFFu && i0 + b < nb)
+    if (((fast >> b) & 1u) == 0 && i0 + b < nb)
       asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(slow_blocks + unsigned((i0 + b) >> 5) * 4u),
                    "r"(1u << ((i0 + b) & 31))
                    : "memory");
 }
 
-// What a warp's steps share: its copies, its ring, its output pair and the row's bounds.
+// What a warp's steps share: its copies, its scales, its outputs and the row's bounds.
 struct StepCtx {
   StepCopy copy;
-  unsigned ring;     // the warp's ring slot 0
+  unsigned scale;    // this thread's key scales of slot 0: scale[0][0][w][g][0..1]
   unsigned ids;      // the staged list's entry 2w (this warp's first block of step 0)
-  uint16_t* out;     // this lane's pair of step 0: column 8 (2w + g / 4) + 2 (g % 4)
-  int room;          // valid - that column: the pair is stored while room >= 2, its first key at 1
+  uint16_t* out;     // this lane's first key of step 0: column 16w + g (the second is 8 further)
+  int room;          // valid - that column: the first key is stored while room >= 1, the second 9
   int nb;
-  uint64_t dq;       // B's descriptor
+  uint32_t da, dq;   // descriptor low words: slot 0's A tile, B
 };
 
 // Step u = u0 + kSlot of a row (ring slot kSlot: u0 is a multiple of kUnits, so every ring and
@@ -242,62 +230,62 @@ struct StepCtx {
 template <int kSlot>
 __device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, int u0) {
   constexpr int kAhead = kSlot + kUnits - 1;
-  constexpr unsigned kSlotBytes = unsigned(sizeof(UnitSlot));
   const int lane = threadIdx.x & 31, t = lane & 3;
   const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
   const int2 ahead = lds64i(ids + kAhead * 32);
   cp_async_wait<kUnits - 2>();  // this step has landed (the next kUnits - 2 may not)
-  __syncwarp();                 // lanes read what other lanes copied
-  const StepRegs k = load_step(c.ring + kSlot * kSlotBytes);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's copies, for wgmma
+  __syncwarp();                 // the scales: lanes read what other lanes copied
+  const float2 sk = lds64f(c.scale + unsigned(kSlot * sizeof(GroupSmem::scale[0])));
   int da[16], db[16];
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  wgmma_keys<0>(da, reinterpret_cast<const uint32_t(&)[4]>(k.frag[0]), c.dq);
-  wgmma_keys<1>(da, reinterpret_cast<const uint32_t(&)[4]>(k.frag[1]), c.dq + 2);  // +2: the next 32 bytes of K
-  wgmma_keys<1>(da, reinterpret_cast<const uint32_t(&)[4]>(k.frag[2]), c.dq + 4);
-  wgmma_keys<0>(db, reinterpret_cast<const uint32_t(&)[4]>(k.frag[3]), c.dq + 6);
+  // Descriptor addresses count 16 bytes: +2 is the next 32 bytes of K, a slot 512.
+  constexpr int kA = kSlot * kTileBytes / 16;
+  wgmma_keys<0, kA, 0>(da, c.da, c.dq);
+  wgmma_keys<1, kA + 2, 2>(da, c.da, c.dq);
+  wgmma_keys<1, kA + 4, 4>(da, c.da, c.dq);
+  wgmma_keys<0, kA + 6, 6>(db, c.da, c.dq);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   request_step<kAhead % kUnits>(c.copy, ahead);
-  const uint32_t sk2 = __byte_perm(__float_as_uint(k.sk.x), __float_as_uint(k.sk.y), 0x7632);
-  const unsigned fast_lanes = __ballot_sync(0xFFFFFFFFu, k.sk.x != 0.0f && k.sk.y != 0.0f);
+  const uint32_t sk2 = __byte_perm(__float_as_uint(sk.x), __float_as_uint(sk.y), 0x7632);
+  const unsigned fast = (__all_sync(0xFFFFFFFFu, sk.x != 0.0f) ? 1u : 0u) | (__all_sync(0xFFFFFFFFu, sk.y != 0.0f) ? 2u : 0u);
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   pin(da);
   pin(db);
-  const uint32_t sc = chain_scores(da, db, r, sk2);  // keys 2p (low half) and 2p + 1 (high half)
+  const uint32_t sc = chain_scores(da, db, r, sk2);  // key g of block 2w (low half), of block 2w + 1 (high)
   const int u = u0 + kSlot, room = c.room - 64 * u;
   uint16_t* out = c.out + 64 * u;
-  const bool store = t == 0 && ((fast_lanes >> (lane & 16)) & 0xFFFFu) == 0xFFFFu;
-  if (store && room >= 2)
-    *reinterpret_cast<uint32_t*>(out) = sc;
-  else if (store && room == 1)
-    *out = uint16_t(sc & 0xFFFFu);
-  if (fast_lanes != 0xFFFFFFFFu) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
+  if (t == 0 && (fast & 1u) != 0 && room >= 1) out[0] = uint16_t(sc & 0xFFFFu);
+  if (t == 0 && (fast & 2u) != 0 && room >= 9) out[8] = uint16_t(sc >> 16);
+  if (fast != 3u) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
     const int w = (threadIdx.x >> 5) & 3;
-    mark_slow(fast_lanes, 8 * u + 2 * w, c.nb, c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
+    mark_slow(fast, 8 * u + 2 * w, c.nb, c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
   }
 }
 
-// Every step of the row from the warp's own cp.async ring, kUnits steps an iteration (the steps
+// Every step of the row from the group's ring (this warp's rows of it), kUnits steps an iteration (the steps
 // past the row's last copy the list's padding and store nothing); blocks with a key off the fast
 // path are left in sm.slow_blocks.
 __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j, const RowConsts& r,
                                             const SparseLogitsArgs& a) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2;
   StepCtx c;
-  c.copy.frag = a.kdfrag + j.kblk * kKeyBlockBytes + lane * 16;
+  c.copy.frag = a.kswz + j.kblk * kKeyBlockBytes + lane * 16;
   c.copy.scale = a.kbscale + j.kblk * 8 + (lane & 7);
-  c.copy.ring = smem_addr(&sm.ring[w].unit[0].frag[0][0][lane]);
-  c.copy.ring_scale = smem_addr(&sm.ring[w].unit[0].scale[lane >> 4][(lane >> 3) & 1][lane & 7]);
+  c.copy.ring = smem_addr(&sm.ring.tile[0][2 * w * kKeyBlockBytes + lane * 16]);
+  c.copy.ring_scale = smem_addr(&sm.scale[0][lane >> 4][w][lane & 7][(lane >> 3) & 1]);
   c.copy.second = (lane & 8) != 0;
   // Opaque, so the compiler keeps one base a copy (one IMAD.WIDE each) instead of re-deriving
-  // kdfrag + kblk + lane + id every step (run 85's SASS: three more instructions a copy).
+  // kswz + kblk + lane + id every step (run 85's SASS: three more instructions a copy).
   asm volatile("" : "+l"(c.copy.frag), "+l"(c.copy.scale));
-  c.ring = smem_addr(&sm.ring[w].unit[0]);
+  c.scale = smem_addr(&sm.scale[0][0][w][g][0]);
   c.ids = smem_addr(&sm.ids[2 * w]);
-  const int col = 8 * (2 * w + (g >> 2)) + 2 * (g & 3);
+  const int col = 16 * w + g;
   c.out = j.out + col;
   c.room = j.valid - col;
   c.nb = j.nb;
-  c.dq = smem_desc(sm.q);
+  c.da = desc_lo(sm.ring.tile[0]);
+  c.dq = desc_lo(sm.q);
   const int nsteps = (j.nb + 7) / 8;
   static_assert(kUnits == 4, "run_step's slots below");
   request_step<0>(c.copy, lds64i(c.ids));
@@ -318,8 +306,16 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
 __device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs& a, const SparseRowJob& j) {
   stage_query(sm.q, a, j.row);
   for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) sm.slow_blocks[i] = 0;
-  const int safe = j.nb > 0 ? j.blocks[0] : 0;
-  for (int i = threadIdx.x & 127; i < kTopkBlocks + kIdsPad; i += 128) sm.ids[i] = i < j.nb ? j.blocks[i] : safe;
+  // All loads first, then the stores: one memory latency, not one per entry (run 86: 3 % of the
+  // kernel's samples waited on these).
+  constexpr int kPer = (kTopkBlocks + kIdsPad + 127) / 128;
+  const int safe = j.nb > 0 ? j.blocks[0] : 0, i0 = threadIdx.x & 127;
+  int v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) v[k] = i0 + 128 * k < j.nb ? j.blocks[i0 + 128 * k] : safe;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k)
+    if (i0 + 128 * k < kTopkBlocks + kIdsPad) sm.ids[i0 + 128 * k] = v[k];
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // B is read by wgmma (async proxy)
 }
 
@@ -345,7 +341,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1) sparse_wgmma_kernel(SparseLo
   score_steps(sm, j, r, a);
   group_sync(group);  // slow_blocks complete; each warp's ring is idle (its copies have landed)
   // The slow route: blocks with a key off the fast path, every fourth one to each of the group's warps.
-  score_slow_blocks(a, j, sm.slow_blocks, 0x11111111u << w, sm.ring[w].slow);
+  score_slow_blocks(a, j, sm.slow_blocks, 0x11111111u << w, sm.ring.slow[w]);
 #endif
 }
 
