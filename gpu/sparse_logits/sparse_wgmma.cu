@@ -18,8 +18,8 @@
 // Warp w copies the step's blocks 2w and 2w + 1, the tile rows 16w .. 16w + 15 that its own part
 // of the wgmma reads, into the group's ring, so a step needs no barrier (each thread fences its
 // copies into the async proxy; wgmma starts once the four warps arrive). The keys never pass
-// through registers: no shared loads, 16 fewer registers. The four rows of a CTA are adjacent
-// rows of one request and share most blocks through L1. wgmma runs the int8 rate at N = 32
+// through registers: no shared loads, 16 fewer registers. A CTA is one warpgroup, four CTAs an SM,
+// so a step's shared addresses and descriptors are uniform. wgmma runs the int8 rate at N = 32
 // (bench/micro/mma_rate.cu, run 52: 1.9 POPS against mma.sync's 1.27).
 //
 // Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
@@ -38,7 +38,11 @@ namespace dsa::gpu {
 namespace {
 using namespace sparse_slow;
 
-constexpr int kGroups = 4;               // warpgroups (table rows) per CTA: 16 warps, one CTA per SM
+// Warpgroups (table rows) per CTA. One: the CTA's shared memory is its row's, so every shared
+// address and descriptor of a step is uniform and stays on the uniform datapath (with four rows a
+// CTA, run 89's step moved both descriptors of each wgmma there: 16 R2UR).
+constexpr int kGroups = 1;
+constexpr int kCtasPerSm = 4 / kGroups;  // 16 warps an SM, 128 registers a thread
 constexpr int kUnits = 4;                // ring depth in steps (a power of two)
 // The staged list's padding: steps run in fours and read kUnits - 1 steps ahead, 8 entries a step.
 constexpr int kIdsPad = 8 * (2 * kUnits);
@@ -148,7 +152,7 @@ struct StepCopy {
 
 // Both 16-byte pieces of this lane of one 1 KB block record (halves 512 bytes apart); the ring
 // offset is an immediate, so a step's copies cost one address each. Through L2 only (.cg): run
-// 88 measured 2 % less time than caching them in L1 (.ca), whose hits the four rows of a CTA share.
+// 88 measured 2 % less time than caching them in L1 (.ca), whose hits the four rows of an SM share.
 template <unsigned kDst>
 __device__ __forceinline__ void cp_record(unsigned ring, const int8_t* src) {
   asm volatile(
@@ -321,14 +325,14 @@ __device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs&
 
 #endif  // DSA_SPARSE_WGMMA
 
-// 4 consecutive split-route rows (order[4 blockIdx.x + group]) per CTA, one per warpgroup.
-__global__ void __launch_bounds__(kGroups * 128, 1) sparse_wgmma_kernel(SparseLogitsArgs a) {
+// kGroups consecutive split-route rows (order[kGroups blockIdx.x + group]) per CTA, one per warpgroup.
+__global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel(SparseLogitsArgs a) {
 #ifdef DSA_SPARSE_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   // The swizzle works on absolute shared addresses: B starts on a 1024-byte boundary.
   const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
   Smem& all = *reinterpret_cast<Smem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
-  const int group = threadIdx.x >> 7;
+  const int group = kGroups == 1 ? 0 : int(threadIdx.x >> 7);
   const int w = (threadIdx.x >> 5) & 3;
   GroupSmem& sm = all.group[group];
   const int slot = blockIdx.x * kGroups + group;
