@@ -1,0 +1,79 @@
+// Route census of a generated batch's consumer rows on the host: how many rows the query prep
+// (gpu/prep/prep.cu, split_vector and prep_vector's fast test) admits to the sparse split route,
+// how many more it would admit with a doubled group (a head whose groups 0-2 span 4 binades,
+// bench/results/attempts/sparse-doubled-group-unverified.diff), and how many stay off. It
+// replays the prep's exponent and bound conditions on the generator's rows, without a GPU
+// (folds_into_weight is not replayed: the generator's weights always fold). A measuring aid, not
+// part of the build:
+//   cmake --build build --target dsa_generate
+//   g++ -std=c++17 -O2 -I. -Iinclude bench/micro/route_census.cpp build/libdsa_generate.a \
+//       build/libdsa_reference.a build/libdsa_core.a -fopenmp -o /tmp/route_census
+//   /tmp/route_census chunk-256k 4096      # preset, rows per request
+// Run 90's record (bench/results/h200.md): 16384 rows, 14502 plain, 1827 doubled, 55 off.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "harness/generate/generate.hpp"
+
+using namespace dsa;
+
+namespace {
+
+// Sum of |2q| over group g's 32 values, shifted left by s (prep.cu's fold_group).
+long group_sum(const uint8_t* packed, int g, int s) {
+  static const int twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  long t = 0;
+  for (int i = 0; i < 16; ++i) {
+    const uint8_t b = packed[16 * g + i];
+    t += twice[b & 7] + twice[(b >> 4) & 7];
+  }
+  return t << s;
+}
+
+// The split route's verdict on one head: -2 off, -1 plain, g when group g is doubled.
+int head_route(const uint8_t* packed, const uint8_t* scales) {
+  int e[4];
+  for (int g = 0; g < 4; ++g) e[g] = scales[g];
+  const int emin = *std::min_element(e, e + 4), emax = *std::max_element(e, e + 4);
+  const bool fast = emax - emin <= 12 && emin - 128 >= -45 && emin - 128 <= 45;
+  const int m = std::min({e[0], e[1], e[2]}), span = std::max({e[0], e[1], e[2]}) - m, base = std::min(m, e[3]);
+  int fours = 0, doubled = -1;
+  for (int g = 0; g < 3; ++g)
+    if (e[g] - m == 4) ++fours, doubled = g;
+  if (!fast || span > 4 || fours > 1 || m - base > 12 || e[3] - base > 12) return -2;
+  long bound = group_sum(packed, 3, 0) << (e[3] - base);
+  for (int g = 0; g < 3; ++g) bound += group_sum(packed, g, e[g] - m) << (m - base);
+  return bound * 96 < (1L << 23) ? doubled : -2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: route_census PRESET ROWS_PER_REQUEST\n");
+    return 2;
+  }
+  GenerateOptions o;
+  o.preset = argv[1];
+  o.rows_per_request = std::atoi(argv[2]);
+  const Batch b = generate_batch(o);
+  long rows = 0, plain = 0, doubled = 0, off = 0;
+  for (const Layer& layer : b.layers) {
+    if (layer.id == b.source_layer) continue;
+    const int R = int(layer.weights.size() / kHeads);
+    for (int r = 0; r < R; ++r, ++rows) {
+      int group = -1;
+      bool ok = true;
+      for (int h = 0; h < kHeads && ok; ++h) {
+        const int v = head_route(layer.q_row(r) + h * kPackedDim, layer.scale_row(r) + h * kScaleGroups);
+        ok = v != -2 && !(v >= 0 && group >= 0 && v != group);  // one doubled group a row
+        if (v >= 0) group = v;
+      }
+      (!ok ? off : group >= 0 ? doubled : plain) += 1;
+    }
+  }
+  std::printf("%s: %ld consumer rows: %ld plain split, %ld with a doubled group, %ld off the route\n", argv[1], rows,
+              plain, doubled, off);
+  return 0;
+}
