@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <vector>
 
 #include "gpu/block_amax/block_amax.cuh"
@@ -44,16 +43,15 @@ void launch_block_amax(const float* dense, int64_t ld_dense, const int32_t* len,
                        int row0, int max_len, float* keys, int64_t ld_keys) {
   const int max_blocks = (max_len + 7) / 8;
   if (nrows == 0 || max_blocks == 0) return;
-  // grid.y is at most 65535: one launch per piece of rows. A listed piece moves the list (the
-  // kernel addresses dense and keys from row0); an unlisted one moves row0, dense and keys.
-  for (int first = 0; first < nrows; first += 65535) {
-    const int n = std::min(65535, nrows - first);
+  // A listed piece moves the list (the kernel addresses dense and keys from row0); an unlisted
+  // one moves row0, dense and keys.
+  for_row_pieces(nrows, [&](int first, int n) {
     const int64_t off = rows != nullptr ? 0 : first;
     block_amax_kernel<<<dim3((max_blocks + 255) / 256, n), 256>>>(
         dense + off * ld_dense, ld_dense, len, rows != nullptr ? rows + first : nullptr, row0 + int(off),
         keys + off * ld_keys, ld_keys);
     DSA_LAUNCH_CHECK("block_amax_kernel");
-  }
+  });
 }
 
 KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, const int32_t* len, int nrows,
@@ -63,14 +61,13 @@ KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, c
   DeviceBuffer<unsigned long long> count(2);
   count.fill_bytes(0, 1);
   count.fill_bytes(0xFF, 1, 1);
-  // grid.y is at most 65535: one launch per piece; row0 + first keeps len and the reported row global.
-  for (int first = 0; first < nrows; first += 65535) {
-    const int n = std::min(65535, nrows - first);
+  // row0 + first keeps len and the reported row global.
+  for_row_pieces(nrows, [&](int first, int n) {
     key_mismatch_kernel<<<dim3((max_blocks + 255) / 256, n), 256>>>(
         dense + int64_t(first) * ld_dense, ld_dense, len, row0 + first, keys + int64_t(first) * ld_keys, ld_keys,
         count.get());
     DSA_LAUNCH_CHECK("key_mismatch_kernel");
-  }
+  });
   const std::vector<unsigned long long> host = count.to_host(2);
   return {int64_t(host[0]), int(host[1] >> 32), int(host[1] & 0xFFFFFFFFu)};
 }

@@ -9,6 +9,15 @@
 
 namespace dsa::gpu {
 
+// grid.y holds at most 65535 blocks: a launch of one grid row per table row runs in pieces.
+// launch(first, n) launches rows [first, first + n).
+constexpr int kMaxGridRows = 65535;
+template <class Launch>
+void for_row_pieces(int nrows, const Launch& launch) {
+  for (int first = 0; first < nrows; first += kMaxGridRows)
+    launch(first, nrows - first < kMaxGridRows ? nrows - first : kMaxGridRows);
+}
+
 inline void cuda_check(cudaError_t err, const char* what, const char* file, int line) {
   if (err != cudaSuccess)
     throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" +

@@ -23,12 +23,11 @@ int64_t count_poison(const T* data, int64_t ld, int nrows, const int32_t* lens, 
   if (nrows == 0) return 0;
   DeviceBuffer<unsigned long long> count(1);
   count.fill_bytes(0, 1);
-  for (int first = 0; first < nrows; first += 65535) {
-    const int n = nrows - first < 65535 ? nrows - first : 65535;
+  for_row_pieces(nrows, [&](int first, int n) {
     count_poison_kernel<T><<<dim3(16, n), 256>>>(data + int64_t(first) * ld, ld, lens ? lens + first : nullptr,
                                                  len_div, width, poison, count.get());
     DSA_LAUNCH_CHECK("count_poison_kernel");
-  }
+  });
   return int64_t(count.to_host(1)[0]);
 }
 

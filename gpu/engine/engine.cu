@@ -35,12 +35,11 @@ __global__ void gather_rows_kernel(const int32_t* src, int width, const int32_t*
 }
 
 void gather_rows(const int32_t* src, int width, const int32_t* rows, int n, int32_t* dst) {
-  for (int first = 0; first < n; first += 65535) {
-    const int m = std::min(65535, n - first);
+  for_row_pieces(n, [&](int first, int m) {
     gather_rows_kernel<<<dim3((width + 255) / 256, m), 256>>>(src, width, rows + first, m,
                                                              dst + int64_t(first) * width);
     DSA_LAUNCH_CHECK("gather_rows_kernel");
-  }
+  });
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -477,7 +476,7 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
                  std::to_string(nw2) + " multiplying before groups 1-2, " + std::to_string(nreordered) +
                  " in another k-step order), " + std::to_string(rest.size()) + " on mma.sync; ";
   slot.ntiles = int(first.size());
-  if (slot.ntiles > 65535 || slot.nwtiles > 65535) throw std::runtime_error(name() + ": too many row tiles for one launch");
+  if (slot.ntiles > kMaxGridRows || slot.nwtiles > kMaxGridRows) throw std::runtime_error(name() + ": too many row tiles for one launch");
   const size_t n1 = size_t(std::max(nsel, 1));  // the bounds: the lists' sizes vary with the data
   slot.wtile_rows.resize(n1 * kWgmmaTileRows);
   slot.tile_rows.resize(n1);

@@ -177,12 +177,6 @@ __device__ __forceinline__ void request_step(const StepCopy& c, int2 ids) {
   cp_async_commit();
 }
 
-__device__ __forceinline__ int2 lds64i(unsigned addr) {
-  int2 v;
-  asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-  return v;
-}
-
 // The bf16 chain of steps 0..7 for this thread's two keys, then the lane sums: every thread of
 // a quad ends with the scores of keys g (low half) and g + 8 (high half).
 __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int (&db)[16], const RowConsts& r,
