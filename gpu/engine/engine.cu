@@ -315,16 +315,13 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
     const int64_t nblk = key_block_starts(batch.compressed_len, req_blk);
     // The padding records (kKeyBlockPad) are zeroed once per shape, like the spare key columns.
     const size_t rec = size_t(nblk + kKeyBlockPad) * kKeyBlockBytes, pad = size_t(kKeyBlockPad) * kKeyBlockBytes;
-    if (path_ == PathKind::sparse) kbfrag_.resize(rec);
-    if (pair_records()) kdfrag_.resize(rec);
-    if (swizzled_records()) kswz_.resize(rec);
+    for (auto [buf, used] : record_layouts())
+      if (used) {
+        buf->resize(rec);
+        if (new_shape) buf->fill_bytes(0, pad, rec - pad);
+      }
     kbscale_.resize(size_t(nblk + kKeyBlockPad) * 8);
-    if (new_shape) {
-      if (path_ == PathKind::sparse) kbfrag_.fill_bytes(0, pad, rec - pad);
-      if (pair_records()) kdfrag_.fill_bytes(0, pad, rec - pad);
-      if (swizzled_records()) kswz_.fill_bytes(0, pad, rec - pad);
-      kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
-    }
+    if (new_shape) kbscale_.fill_bytes(0, size_t(kKeyBlockPad) * 8, size_t(nblk) * 8);
     req_blk_.upload(req_blk.empty() ? std::vector<int64_t>{0} : req_blk);
   }
   req_fexp_.resize(size_t(std::max(batch.requests(), 1)));
@@ -399,14 +396,16 @@ void GpuEngine::prepare_keys() {
     launch_request_keys(kscale_.get(), req_start_.get(), req_len_.get(), nreq_, req_fexp_.get(), wide_count_.get(),
                         wide_list_.get());
   if (key_records()) {
+    const auto layouts = record_layouts();
+    auto used = [](const auto& layout) { return layout.second ? layout.first->get() : nullptr; };
+    const KeyRecordOut out{used(layouts[0]), used(layouts[1]), used(layouts[2]), kbscale_.get()};
     auto blocks = [&] {
       launch_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_, max_lc_,
-                        {path_ == PathKind::sparse ? kbfrag_.get() : nullptr, pair_records() ? kdfrag_.get() : nullptr,
-                         swizzled_records() ? kswz_.get() : nullptr, kbscale_.get()});
+                        out);
     };
     blocks();
-    const int layouts = int(path_ == PathKind::sparse) + int(pair_records()) + int(swizzled_records());
-    time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * (1 + layouts), blocks);  // read once, a copy each
+    const int copies = int(layouts[0].second) + int(layouts[1].second) + int(layouts[2].second);
+    time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * (1 + copies), blocks);  // read once, a copy each
   }
 }
 

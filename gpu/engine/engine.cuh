@@ -13,9 +13,11 @@
 // into a CUDA graph that replay() launches.
 #include <cuda_runtime.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/common/device_buffer.cuh"
@@ -170,11 +172,15 @@ class GpuEngine : public Implementation {
   // consumer layers and the dense wgmma kernel; req_blk_ [nreq] the block of each request's
   // position 0.
   bool key_records() const { return path_ == PathKind::sparse || use_wgmma_; }
-  // The pair-order copy (kdfrag_), read by the dense wgmma kernel, and the swizzled copy (kswz_),
-  // read by the sparse one.
-  bool pair_records() const { return use_wgmma_; }
-  bool swizzled_records() const { return path_ == PathKind::sparse && use_sparse_wgmma_; }
   DeviceBuffer<int8_t> kbfrag_, kdfrag_, kswz_;  // gpu-sparse's records, the dense wgmma kernel's, the sparse one's
+  // Each record layout and whether this path reads it, in KeyRecordOut's order: the mma.sync
+  // records (gpu-sparse), the pair order (the dense wgmma kernel), the swizzled key order (the
+  // sparse wgmma kernel).
+  std::array<std::pair<DeviceBuffer<int8_t>*, bool>, 3> record_layouts() {
+    return {{{&kbfrag_, path_ == PathKind::sparse},
+             {&kdfrag_, use_wgmma_},
+             {&kswz_, path_ == PathKind::sparse && use_sparse_wgmma_}}};
+  }
   DeviceBuffer<float> kbscale_;
   DeviceBuffer<int64_t> req_blk_;
   bool use_sparse_wgmma_ = false;
