@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(256, kMinBlocks) dense_logits_kernel(DenseLogi
   const bool active = warp < count;
   const int row = a.tile_rows[first + (active ? warp : 0)];
   const int L = active ? a.sel_len[row] : 0;
-  const bool split = a.row_split[row] != 0;
+  const bool split = a.row_split[row] == 1;  // 2 + g: the sparse wgmma kernel's doubled-group rows
 
   QueryFrags q;
   if (split)

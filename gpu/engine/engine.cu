@@ -338,6 +338,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   qexp_.resize(s1 * 32);
   qscale_.resize(s1 * 32);
   qmul_.resize(s1 * 32);
+  qdouble_.resize(s1 * 32);
   row_fast_.resize(s1);
   if (use_wgmma_) {
     qw_.resize(s1 * 4096);
@@ -495,7 +496,7 @@ void GpuEngine::prep_query(const Layer& layer, bool dense) {
   const bool wgmma = use_wgmma_ && dense;  // the wgmma form serves the dense kernel alone
   QueryPrepArgs a{slot.q.get(),    slot.q_scale.get(), sel_rows_.get(),  nsel,          qs_.get(),
                   qr_.get(),       qexp_.get(),        qscale_.get(),    row_fast_.get(), qsplit_.get(),
-                  qmul_.get(),     slot.row_split.get(), slot.weights.get(), sel_req_.get(), req_fexp_.get(),
+                  qmul_.get(),     qdouble_.get(),     slot.row_split.get(), slot.weights.get(), sel_req_.get(), req_fexp_.get(),
                   wgmma ? qw_.get() : nullptr, qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                   slot.row_wgmma.get()};
   launch_query_prep(a);
@@ -754,9 +755,9 @@ void GpuEngine::upload_route_order(LayerSlot& slot) {
   order.reserve(rows.size());
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < rows.size(); ++i)
-      if ((row_split[size_t(rows[i])] != 0) == (pass == 0)) order.push_back(int32_t(i));
+      if (takes_split(row_split[size_t(rows[i])]) == (pass == 0)) order.push_back(int32_t(i));
   slot.n_split = 0;
-  for (int32_t r : rows) slot.n_split += row_split[size_t(r)] != 0;
+  for (int32_t r : rows) slot.n_split += takes_split(row_split[size_t(r)]) ? 1 : 0;
   slot.route_order.upload(order.empty() ? std::vector<int32_t>{0} : order);
 }
 
@@ -767,7 +768,7 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
   sparse_rows_ += n;
   sparse_wgmma_rows_ += use_sparse_wgmma_ ? slot.n_split : 0;
   SparseLogitsArgs a{pool_.get(), page_size_, table_.get(), table_width_, qs_.get(), qr_.get(),
-                     qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(),
+                     qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(), qdouble_.get(),
                      slot.row_split.get(), slot.weights.get(), sel_len_.get(),
                      sel_req_.get(), req_blk_.get(), kbfrag_.get(), kswz_.get(), kbscale_.get(), table_rows_.get(),
                      blocks_.get(), valid_len_.get(), n, slot.route_order.get(), slot.n_split, use_sparse_wgmma_ ? 1 : 0,

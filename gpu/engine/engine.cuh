@@ -193,6 +193,10 @@ class GpuEngine : public Implementation {
   // The current layer's query operands (one layer at a time, in stream order).
   DeviceBuffer<int8_t> qs_, qr_, qsplit_;
   DeviceBuffer<int2> qmul_;
+  DeviceBuffer<int8_t> qdouble_;  // the split route's doubled-group heads (launch_query_prep)
+  // Whether a row of the given row_split takes the split rows' kernel: rows with a doubled group
+  // only when that kernel is the wgmma one.
+  bool takes_split(int32_t row_split) const { return row_split == 1 || (use_sparse_wgmma_ && row_split >= 2); }
   DeviceBuffer<int8_t> qw_;  // the wgmma form (gpu/prep)
   DeviceBuffer<int32_t> qw_mul_, qw_shift_;
   DeviceBuffer<float> qw_weight_;

@@ -77,18 +77,26 @@ __device__ int fold_group(const uint8_t* payload, int g, int shift, int8_t* out)
 // The split form of one query head (fp4_mma.cuh, "the split route"): groups 0-2 shifted to
 // their minimum exponent, group 3 raw, multipliers {mA, mB}. Returns whether the head can take
 // the route: groups 0-2 within 3 binades and |S| < 2^23 for any key (key values <= 96).
-__device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int2* mul) {
+// A group 4 binades above the lowest of groups 0-2 would overflow int8 shifted by 4; it is stored
+// shifted by 3 and *doubled names it: the sparse wgmma kernel adds it twice, as one more k-step
+// (sparse_wgmma.cu, "the doubled group"). At most one group may need it; -1 when none does.
+__device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int2* mul, int* doubled) {
   int e[4];
   for (int g = 0; g < 4; ++g) e[g] = scales[g];
   const int m012 = min(min(e[0], e[1]), e[2]);
   const int span012 = max(max(e[0], e[1]), e[2]) - m012;
   const int base = min(m012, e[3]);
-  const bool shape_ok = span012 <= 3 && m012 - base <= 12 && e[3] - base <= 12;
+  const int fours = int(e[0] - m012 == 4) + int(e[1] - m012 == 4) + int(e[2] - m012 == 4);
+  const bool shape_ok = span012 <= 4 && fours <= 1 && m012 - base <= 12 && e[3] - base <= 12;
   const int ma = shape_ok ? 1 << (m012 - base) : 0, mb = shape_ok ? 1 << (e[3] - base) : 0;
   *mul = make_int2(ma, mb);
-  int64_t bound = 0;  // sum over dims of |q'| * multiplier, times 96 below
-  for (int g = 0; g < 4; ++g)
-    bound += int64_t(fold_group(payload, g, g < 3 && shape_ok ? e[g] - m012 : 0, out)) * (g < 3 ? ma : mb);
+  *doubled = -1;
+  int64_t bound = 0;  // sum over dims of |q'| * multiplier (a doubled group twice), times 96 below
+  for (int g = 0; g < 4; ++g) {
+    const int f = g < 3 && shape_ok ? e[g] - m012 : 0;
+    if (f == 4) *doubled = g;
+    bound += int64_t(fold_group(payload, g, min(f, 3), out)) * (f == 4 ? 2 : 1) * (g < 3 ? ma : mb);
+  }
   return shape_ok && bound * 96 < (int64_t(1) << 23);
 }
 
@@ -206,13 +214,18 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
   const float scale = prep_vector(a.q + src * 64, a.q_scale + src * 4, a.qs + dst * 128, a.qr + dst * 128,
                                   a.qexp + dst, 12);
   a.qscale[dst] = scale;
-  const bool split = split_vector(a.q + src * 64, a.q_scale + src * 4, a.qsplit + dst * 128, a.qmul + dst) &&
+  int doubled = -1;
+  const bool split = split_vector(a.q + src * 64, a.q_scale + src * 4, a.qsplit + dst * 128, a.qmul + dst, &doubled) &&
                      folds_into_weight(a.weights[dst], scale);
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
   const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split);
+  // The doubled group, if any head has one: the same group for every such head (one k-step).
+  const int dmax = __reduce_max_sync(0xFFFFFFFFu, doubled + 1) - 1;
+  const int dmin = __reduce_min_sync(0xFFFFFFFFu, doubled >= 0 ? doubled : 3);
+  a.qdouble[dst] = doubled >= 0 ? 1 : 0;
   if (h == 0) {
     a.row_fast[i] = all_fast ? 1 : 0;
-    a.row_split[i] = all_split ? 1 : 0;
+    a.row_split[i] = !all_split ? 0 : dmax < 0 ? 1 : dmin == dmax ? 2 + dmax : 0;
   }
   if (a.qw != nullptr) wgmma_row(a, i, h, src, dst);
 }

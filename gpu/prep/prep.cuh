@@ -40,7 +40,10 @@ struct QueryPrepArgs {
   int32_t* row_fast;
   int8_t* qsplit;      // [nsel][32][128] the split form (gpu/common/fp4_mma.cuh)
   int2* qmul;          // [nsel][32] its multipliers {mA, mB}
-  int32_t* row_split;  // [nsel] 1 when every head takes the split route
+  int8_t* qdouble;     // [nsel][32] 1 when the head's doubled group is added twice (split_vector)
+  // [nsel] 1 when every head takes the split route; 2 + g when every head does with group g
+  // doubled in some of them (the sparse wgmma kernel alone takes those rows); else 0.
+  int32_t* row_split;
   // The wgmma form (gpu/dense_logits/dense_wgmma.cuh); null qw skips it.
   const float* weights;    // [nsel][32]
   const int32_t* sel_req;  // [nsel] request of each selected row

@@ -27,6 +27,7 @@ struct SparseLogitsArgs {
   const int32_t* row_fast;
   const int8_t* qsplit;      // the split route (gpu/common/fp4_mma.cuh)
   const int2* qmul;
+  const int8_t* qdouble;     // [nsel][32] heads whose doubled group is added twice (row_split 2 + g)
   const int32_t* row_split;
   const float* weights;
   const int32_t* sel_len;  // [nsel] L

@@ -34,6 +34,13 @@
 // because S sq sk >= 2^-90 stays normal (|S| >= 1, sq and sk within 2^+-45), so a_h * w equals
 // (bf16(S) sk) * w' as real numbers and the chain's single roundings see the same values; the
 // query prep admits a split row only when every w' is a normal bf16 or zero (folds_into_weight).
+//
+// The doubled group: a head whose groups 0-2 span 4 binades (11.5 % of chunk-256k's consumer rows
+// have one, and no other reason to leave the route) would need its top group shifted by 4, which
+// overflows int8; the query prep stores it shifted by 3 and the step adds that group once more as
+// a fifth k-step into A's accumulator, with B holding the group for the heads that double it and
+// zeros for the rest (GroupSmem::qd). One group a row (row_split = 2 + g), so the fifth k-step's
+// A offset is the same for every head.
 namespace dsa::gpu {
 namespace {
 using namespace sparse_slow;
@@ -59,6 +66,8 @@ union TileRing {
 
 struct alignas(1024) GroupSmem {
   uint8_t q[32 * 128];  // B: the row's split-form query, head-permuted, 128-byte swizzle
+  // B of the doubled group's second k-step: each row's first 32 bytes (the rest is never read)
+  uint8_t qd[32 * 128];
   TileRing ring;
   // Key scales of each slot: [copy][warp][key g][block of the warp]; lanes 16..31 write copy 1,
   // never read, so the copy needs no branch.
@@ -125,6 +134,18 @@ __device__ __forceinline__ void stage_query(uint8_t* q, const SparseLogitsArgs& 
 #pragma unroll
   for (int k = 0; k < 2; ++k)
     *reinterpret_cast<uint4*>(q + c * 128 + (((chunk + k) ^ (c & 7)) << 4)) = src[chunk + k];
+}
+
+// The doubled group's B (split_vector): the group's 32 bytes of each head that doubles it, zeros
+// for the others, in q's layout.
+__device__ __forceinline__ void stage_doubled(uint8_t* qd, const SparseLogitsArgs& a, int row, int group) {
+  const int i = threadIdx.x & 127, c = i >> 2, chunk = i & 3;
+  if (chunk >= 2) return;
+  const int h = head_of_column(c);
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (a.qdouble[int64_t(row) * 32 + h] != 0)
+    v = reinterpret_cast<const uint4*>(a.qsplit + int64_t(row) * 4096 + h * 128 + group * 32)[chunk];
+  *reinterpret_cast<uint4*>(qd + c * 128 + ((chunk ^ (c & 7)) << 4)) = v;
 }
 
 __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs& a, int row) {
@@ -220,13 +241,16 @@ struct StepCtx {
   int room;          // valid - that column: the first key is stored while room >= 1, the second 9
   int nb;
   uint32_t da, dq;   // descriptor low words: slot 0's A tile, B
+  uint32_t dqd;      // the doubled group's B
+  int doubled;       // that group (-1: none); its A is 2 * doubled further into the tile
 };
 
 // Step u = u0 + kSlot of a row (ring slot kSlot: u0 is a multiple of kUnits, so every ring and
 // list offset is an immediate): waits for its copies, starts those of step u + kUnits - 1 into
 // the slot step u - 1 used, scores this warp's two blocks and stores their fast keys.
-template <int kSlot>
-__device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, int u0) {
+// out and room: c.out and c.room moved to step u0, so a step's stores take immediate offsets.
+template <int kSlot, bool kDoubled>
+__device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
   constexpr int kAhead = kSlot + kUnits - 1;
   const int lane = threadIdx.x & 31, t = lane & 3;
   const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
@@ -242,22 +266,40 @@ __device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, i
   wgmma_keys<0, kA, 0>(da, c.da, c.dq);
   wgmma_keys<1, kA + 2, 2>(da, c.da, c.dq);
   wgmma_keys<1, kA + 4, 4>(da, c.da, c.dq);
+  if (kDoubled) wgmma_keys<1, kA, 0>(da, c.da + 2u * unsigned(c.doubled), c.dqd);  // the doubled group again
   wgmma_keys<0, kA + 6, 6>(db, c.da, c.dq);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   request_step<kAhead % kUnits>(c.copy, ahead);
   const uint32_t sk2 = __byte_perm(__float_as_uint(sk.x), __float_as_uint(sk.y), 0x7632);
-  const unsigned fast = (__all_sync(0xFFFFFFFFu, sk.x != 0.0f) ? 1u : 0u) | (__all_sync(0xFFFFFFFFu, sk.y != 0.0f) ? 2u : 0u);
+  const bool fast0 = __all_sync(0xFFFFFFFFu, sk.x != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk.y != 0.0f);
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   pin(da);
   pin(db);
   const uint32_t sc = chain_scores(da, db, r, sk2);  // key g of block 2w (low half), of block 2w + 1 (high)
-  const int u = u0 + kSlot, room = c.room - 64 * u;
-  uint16_t* out = c.out + 64 * u;
-  if (t == 0 && (fast & 1u) != 0 && room >= 1) out[0] = uint16_t(sc & 0xFFFFu);
-  if (t == 0 && (fast & 2u) != 0 && room >= 9) out[8] = uint16_t(sc >> 16);
-  if (fast != 3u) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
+  if (t == 0 && fast0 && room - 64 * kSlot >= 1) out[64 * kSlot] = uint16_t(sc & 0xFFFFu);
+  if (t == 0 && fast1 && room - 64 * kSlot >= 9) out[64 * kSlot + 8] = uint16_t(sc >> 16);
+  if (!(fast0 && fast1)) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
     const int w = (threadIdx.x >> 5) & 3;
-    mark_slow(fast, 8 * u + 2 * w, c.nb, c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
+    mark_slow((fast0 ? 1u : 0u) | (fast1 ? 2u : 0u), 8 * (u0 + kSlot) + 2 * w, c.nb,
+              c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
+  }
+}
+
+// The row's steps, kUnits an iteration. kDoubled: the row has a doubled group. A template flag, not
+// a test in the step: ptxas serialises every wgmma when one sits under a branch it cannot prove
+// uniform (C7520; runs 91-92: 6.42-6.49 ms a consumer with the test, 6.06-6.19 with the flag).
+template <bool kDoubled>
+__device__ __forceinline__ void step_loop(const StepCtx& c, const RowConsts& r, int nsteps) {
+  uint16_t* out = c.out;
+  int room = c.room;
+  for (int u0 = 0; u0 < nsteps; u0 += kUnits, out += 64 * kUnits, room -= 64 * kUnits) {
+    // Opaque: else the compiler rebuilds each store's 64-bit address from the row's base (run 90's
+    // SASS: about 12 instructions a step).
+    asm volatile("" : "+l"(out));
+    run_step<0, kDoubled>(c, r, u0, out, room);
+    run_step<1, kDoubled>(c, r, u0, out, room);
+    run_step<2, kDoubled>(c, r, u0, out, room);
+    run_step<3, kDoubled>(c, r, u0, out, room);
   }
 }
 
@@ -284,17 +326,17 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
   c.nb = j.nb;
   c.da = desc_lo(sm.ring.tile[0]);
   c.dq = desc_lo(sm.q);
+  c.dqd = desc_lo(sm.qd);
+  c.doubled = a.row_split[j.row] >= 2 ? a.row_split[j.row] - 2 : -1;
   const int nsteps = (j.nb + 7) / 8;
   static_assert(kUnits == 4, "run_step's slots below");
   request_step<0>(c.copy, lds64i(c.ids));
   request_step<1>(c.copy, lds64i(c.ids + 32));
   request_step<2>(c.copy, lds64i(c.ids + 64));
-  for (int u0 = 0; u0 < nsteps; u0 += kUnits) {
-    run_step<0>(c, r, u0);
-    run_step<1>(c, r, u0);
-    run_step<2>(c, r, u0);
-    run_step<3>(c, r, u0);
-  }
+  if (c.doubled >= 0)
+    step_loop<true>(c, r, nsteps);
+  else
+    step_loop<false>(c, r, nsteps);
   cp_async_wait<0>();
 }
 
@@ -303,6 +345,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
 // need no test.
 __device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs& a, const SparseRowJob& j) {
   stage_query(sm.q, a, j.row);
+  if (a.row_split[j.row] >= 2) stage_doubled(sm.qd, a, j.row, a.row_split[j.row] - 2);
   for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) sm.slow_blocks[i] = 0;
   // All loads first, then the stores: one memory latency, not one per entry (run 86: 3 % of the
   // kernel's samples waited on these).
