@@ -25,6 +25,15 @@ inline void cuda_check(cudaError_t err, const char* what, const char* file, int 
                              std::to_string(line));
 }
 
+// The current device's SM count (sizes grids that fill the device once).
+inline int current_device_sms() {
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute", __FILE__,
+             __LINE__);
+  return sms;
+}
+
 }  // namespace dsa::gpu
 
 #define DSA_CUDA_CHECK(call) ::dsa::gpu::cuda_check((call), #call, __FILE__, __LINE__)

@@ -30,4 +30,18 @@ __device__ __forceinline__ SparseRowJob sparse_row_job(const SparseLogitsArgs& a
   return j;
 }
 
+// Part `part` of `parts` of a row job: an even run of its blocks (the fast loop scores pairs), its
+// columns and its valid count cut to them. False when the part holds no block.
+__device__ __forceinline__ bool slice_row_job(SparseRowJob& j, int part, int parts) {
+  const int per = ((j.nb + parts - 1) / parts + 1) & ~1;
+  const int b0 = part * per;
+  if (b0 >= j.nb) return false;
+  const int nb = min(per, j.nb - b0);
+  j.blocks += b0;
+  j.out += b0 * 8;
+  j.valid = min(j.valid - b0 * 8, nb * 8);
+  j.nb = nb;
+  return true;
+}
+
 }  // namespace dsa::gpu

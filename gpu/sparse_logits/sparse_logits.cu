@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/check.cuh"
 #include "gpu/common/cp_async.cuh"
@@ -28,6 +30,7 @@ using namespace sparse_slow;
 constexpr int kWarps = 4;
 constexpr int kDepth = 8;              // key tiles in flight per warp (shared-memory ring; a power of two)
 constexpr int kSplitBlocksPerSm = 4;   // 16 warps per SM: 128 registers for the split route
+constexpr int kOtherBlocksPerSm = 3;
 constexpr int kMagicMulSum = 227;      // 12 * 96 * 32 * 227 < 2^23: the float-bits conversion is exact
 
 // One warp's shared memory: the blocks the fast route leaves to the slow one, the slow staging.
@@ -226,12 +229,14 @@ __device__ __forceinline__ void score_row_fast(const SparseLogitsArgs& a, const 
 
 // Rows on the split route (nearly all): a kernel of their own, so that its register budget (and
 // with it the warps per SM that hide the key loads' latency) is not set by the other routes.
-__global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_kernel(SparseLogitsArgs a) {
+// Split like the other kernel's rows when few (row_parts).
+__global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_kernel(SparseLogitsArgs a, int parts) {
   __shared__ __align__(16) WarpSmem smem[kWarps];
   __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
   const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (w >= a.n_split) return;  // whole warps only: no block-wide barriers below
-  const SparseRowJob j = sparse_row_job(a, a.order[w]);
+  if (w >= a.n_split * parts) return;  // whole warps only: no block-wide barriers below
+  SparseRowJob j = sparse_row_job(a, a.order[w / parts]);
+  if (!slice_row_job(j, w % parts, parts)) return;
   QueryFrags q;
   load_query_split(q, a.qsplit + int64_t(j.row) * 4096, a.qmul + int64_t(j.row) * 32, a.qscale + int64_t(j.row) * 32);
   float wb[8];
@@ -239,13 +244,15 @@ __global__ void __launch_bounds__(kWarps * 32, kSplitBlocksPerSm) sparse_split_k
   score_row_fast<Route::split>(a, j, q, wb, smem[threadIdx.x >> 5], ring[threadIdx.x >> 5]);
 }
 
-// The other rows: four accumulators (float-bits or I2F conversion), or the slow route.
-__global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogitsArgs a) {
+// The other rows: four accumulators (float-bits or I2F conversion), or the slow route. Each row's
+// blocks are split among `parts` consecutive warps (slice_row_job).
+__global__ void __launch_bounds__(kWarps * 32, kOtherBlocksPerSm) sparse_other_kernel(SparseLogitsArgs a, int parts) {
   __shared__ __align__(16) WarpSmem smem[kWarps];
   __shared__ __align__(16) TileSlot ring[kWarps][kDepth];
   const int w = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (w >= a.n - a.n_split) return;
-  const SparseRowJob j = sparse_row_job(a, a.order[a.n_split + w]);
+  if (w >= (a.n - a.n_split) * parts) return;
+  SparseRowJob j = sparse_row_job(a, a.order[a.n_split + w / parts]);
+  if (!slice_row_job(j, w % parts, parts)) return;
   WarpSmem& sm = smem[threadIdx.x >> 5];
   TileSlot* my_ring = ring[threadIdx.x >> 5];
   QueryFrags q;
@@ -265,6 +272,16 @@ __global__ void __launch_bounds__(kWarps * 32, 3) sparse_other_kernel(SparseLogi
   for (int bi = 0; bi < j.nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.slow);
 }
 
+// Warps a row of the mma.sync kernels is split among: one warp walking a row's 2048 blocks alone
+// takes about 0.5 ms (decode's layers with an other row: 0.64 ms against 0.11, run 92), which is
+// the kernel's time whenever its rows are fewer than the device's warp slots (a dozen rows a
+// chunk-256k layer since the doubled group). Enough parts to fill the device once, at most 32
+// (64 blocks a warp); one when the rows alone fill it.
+int row_parts(int rows, int blocks_per_sm) {
+  const int slots = current_device_sms() * blocks_per_sm * kWarps;
+  return std::clamp((slots + rows - 1) / rows, 1, 32);
+}
+
 }  // namespace
 
 void launch_sparse_logits(const SparseLogitsArgs& a) {
@@ -272,11 +289,13 @@ void launch_sparse_logits(const SparseLogitsArgs& a) {
   if (a.n_split > 0 && a.split_wgmma) {
     launch_sparse_wgmma(a);
   } else if (a.n_split > 0) {
-    sparse_split_kernel<<<unsigned((a.n_split + kWarps - 1) / kWarps), kWarps * 32>>>(a);
+    const int parts = row_parts(a.n_split, kSplitBlocksPerSm);
+    sparse_split_kernel<<<unsigned((a.n_split * parts + kWarps - 1) / kWarps), kWarps * 32>>>(a, parts);
     DSA_LAUNCH_CHECK("sparse_split_kernel");
   }
   if (a.n > a.n_split) {
-    sparse_other_kernel<<<unsigned((a.n - a.n_split + kWarps - 1) / kWarps), kWarps * 32>>>(a);
+    const int rows = a.n - a.n_split, parts = row_parts(rows, kOtherBlocksPerSm);
+    sparse_other_kernel<<<unsigned((rows * parts + kWarps - 1) / kWarps), kWarps * 32>>>(a, parts);
     DSA_LAUNCH_CHECK("sparse_other_kernel");
   }
 }

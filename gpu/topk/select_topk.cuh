@@ -286,9 +286,7 @@ template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth =
 void launch_select_stream(const char* name, const Src& src, const Map& map, int nrows, int k, int32_t pad,
                           int32_t* out, const Kth& kth = Kth{}) {
   auto kernel = select_topk_stream_kernel<kBits, kPer, kMinBlocks, Src, Map, Kth>;
-  int device = 0, sms = 0;
-  DSA_CUDA_CHECK(cudaGetDevice(&device));
-  DSA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = current_device_sms();
   DSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Src::kBufferBytes));
   kernel<<<std::min(nrows, kMinBlocks * sms), kSelectThreads, Src::kBufferBytes>>>(src, map, kth, nrows, k, pad, out);
   DSA_LAUNCH_CHECK(name);
