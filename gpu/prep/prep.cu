@@ -7,52 +7,79 @@
 namespace dsa::gpu {
 namespace {
 
-// One 128-dim vector: 64 packed bytes + 4 ue8m0 bytes -> shifted (when the group exponents span
-// <= 3) and raw int8 rows. Returns the fast-path scale 2^(E_min - 128), or 0 when the vector
-// needs the generic path (span > max_span, or a scale exponent outside +-45: see fp4_mma.cuh).
-__device__ float prep_vector(const uint8_t* payload, const uint8_t* scales, int8_t* shifted, int8_t* raw,
-                             uint32_t* exps, int max_span) {
-  int e[4];
-  uint32_t packed_exps = 0;
-  for (int g = 0; g < 4; ++g) {
-    e[g] = scales[g];
-    packed_exps |= uint32_t(e[g]) << (8 * g);
+// A vector's group exponents (4 ue8m0 bytes, group g in byte g) and what follows from them: the
+// shifted form folds the groups into their minimum exponent when they span <= 3 (else it is the
+// raw form again); the fast path needs span <= max_span and the minimum within 2^+-45 of 1 (see
+// fp4_mma.cuh), its scale is 2^(E_min - 128), 0 for the generic path.
+struct VectorExps {
+  uint32_t packed;
+  int emin, emax;
+  __device__ explicit VectorExps(uint32_t word) : packed(word) {
+    emin = min(min(group_exp(0), group_exp(1)), min(group_exp(2), group_exp(3)));
+    emax = max(max(group_exp(0), group_exp(1)), max(group_exp(2), group_exp(3)));
   }
-  const int emin = min(min(e[0], e[1]), min(e[2], e[3]));
-  const int emax = max(max(e[0], e[1]), max(e[2], e[3]));
-  const bool fast = emax - emin <= max_span && emin - 128 >= -45 && emin - 128 <= 45;
-  *exps = packed_exps;
-  const Fp4Lut raw_lut = fp4_lut(0);
-  for (int g = 0; g < 4; ++g) {
-    const Fp4Lut lut = fp4_lut(emax - emin <= 3 ? e[g] - emin : 0);
-    uint32_t s[8], r[8];
-    for (int w = 0; w < 4; ++w) {
-      uint32_t word;
-      memcpy(&word, payload + 16 * g + 4 * w, 4);
-      unpack8(word, lut, s[2 * w], s[2 * w + 1]);
-      unpack8(word, raw_lut, r[2 * w], r[2 * w + 1]);
-    }
-    uint4* sd = reinterpret_cast<uint4*>(shifted + 32 * g);
-    uint4* rd = reinterpret_cast<uint4*>(raw + 32 * g);
-    sd[0] = make_uint4(s[0], s[1], s[2], s[3]);
-    sd[1] = make_uint4(s[4], s[5], s[6], s[7]);
-    rd[0] = make_uint4(r[0], r[1], r[2], r[3]);
-    rd[1] = make_uint4(r[4], r[5], r[6], r[7]);
+  // Byte g by shifts, not an array: g is a thread's group in key_prep_kernel (no local memory).
+  __device__ int group_exp(int g) const { return int((packed >> (8 * g)) & 0xFFu); }
+  __device__ int shift(int g) const { return emax - emin <= 3 ? group_exp(g) - emin : 0; }
+  __device__ float fast_scale(int max_span) const {
+    const bool fast = emax - emin <= max_span && emin - 128 >= -45 && emin - 128 <= 45;
+    return fast ? __int_as_float((emin - 128 + 127) << 23) : 0.0f;
   }
-  return fast ? __int_as_float((emin - 128 + 127) << 23) : 0.0f;
+};
+
+__device__ __forceinline__ uint32_t load_u32(const uint8_t* p) {
+  uint32_t word;
+  memcpy(&word, p, 4);  // 4-byte aligned: pool entries are 64 + 4 bytes, query rows 64
+  return word;
 }
 
+// Group g (16 packed bytes at `packed`, 32 dims) as int8, shifted left by `shift` into
+// shifted[32 g ..] and unshifted into raw[32 g ..].
+__device__ __forceinline__ void prep_group(const uint8_t* packed, int g, int shift, int8_t* shifted, int8_t* raw) {
+  const Fp4Lut lut = fp4_lut(shift), raw_lut = fp4_lut(0);
+  uint32_t s[8], r[8];
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t word = load_u32(packed + 16 * g + 4 * w);
+    unpack8(word, lut, s[2 * w], s[2 * w + 1]);
+    unpack8(word, raw_lut, r[2 * w], r[2 * w + 1]);
+  }
+  uint4* sd = reinterpret_cast<uint4*>(shifted + 32 * g);
+  uint4* rd = reinterpret_cast<uint4*>(raw + 32 * g);
+  sd[0] = make_uint4(s[0], s[1], s[2], s[3]);
+  sd[1] = make_uint4(s[4], s[5], s[6], s[7]);
+  rd[0] = make_uint4(r[0], r[1], r[2], r[3]);
+  rd[1] = make_uint4(r[4], r[5], r[6], r[7]);
+}
+
+// One 128-dim vector: 64 packed bytes + 4 ue8m0 bytes -> shifted and raw int8 rows, the packed
+// exponents; returns the fast-path scale (VectorExps).
+__device__ float prep_vector(const uint8_t* payload, const uint8_t* scales, int8_t* shifted, int8_t* raw,
+                             uint32_t* exps, int max_span) {
+  const VectorExps v(load_u32(scales));
+  *exps = v.packed;
+  for (int g = 0; g < 4; ++g) prep_group(payload, g, v.shift(g), shifted, raw);
+  return v.fast_scale(max_span);
+}
+
+// Four threads a key, one group each: a warp reads 8 keys' 512 contiguous payload bytes and writes
+// their 1 KiB of shifted rows and 1 KiB of raw rows whole (a thread a key wrote 16 bytes of 32
+// different lines an instruction: 36 % of the HBM floor on decode, run 92).
+constexpr int kKeyPrepThreads = 256;
 __global__ void key_prep_kernel(KeyPrepArgs a) {
-  const int b = blockIdx.y;
-  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int b = blockIdx.y, g = threadIdx.x & 3;
+  const int64_t j = (int64_t(blockIdx.x) * kKeyPrepThreads + threadIdx.x) >> 2;
   if (j >= a.lc[b]) return;
   const int P = a.page_size;
   const int64_t page = a.table[int64_t(b) * a.table_width + j / P];
   const uint8_t* base = a.pool + page * P * 68;
   const int64_t off = j % P;
   const int64_t col = a.start[b] + j;
-  a.kscale[col] = prep_vector(base + off * 64, base + int64_t(P) * 64 + off * 4, a.ks + col * 128,
-                              a.kr + col * 128, a.kexp + col, 3);
+  const VectorExps v(load_u32(base + int64_t(P) * 64 + off * 4));
+  prep_group(base + off * 64, g, v.shift(g), a.ks + col * 128, a.kr + col * 128);
+  if (g == 0) {
+    a.kexp[col] = v.packed;
+    a.kscale[col] = v.fast_scale(3);
+  }
 }
 
 // Group g (32 dims) of a packed vector as int8 2*values shifted left by `shift` (<= 3) into
@@ -234,8 +261,9 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
 
 void launch_key_prep(const KeyPrepArgs& a) {
   if (a.nreq == 0 || a.max_lc == 0) return;
-  dim3 grid((a.max_lc + 255) / 256, a.nreq);
-  key_prep_kernel<<<grid, 256>>>(a);
+  constexpr int kKeysPerBlock = kKeyPrepThreads / 4;
+  dim3 grid((a.max_lc + kKeysPerBlock - 1) / kKeysPerBlock, a.nreq);
+  key_prep_kernel<<<grid, kKeyPrepThreads>>>(a);
   DSA_LAUNCH_CHECK("key_prep_kernel");
 }
 
