@@ -33,32 +33,79 @@ __device__ __forceinline__ uint32_t load_u32(const uint8_t* p) {
   return word;
 }
 
-// Group g (16 packed bytes at `packed`, 32 dims) as int8, shifted left by `shift` into
-// shifted[32 g ..] and unshifted into raw[32 g ..].
-__device__ __forceinline__ void prep_group(const uint8_t* packed, int g, int shift, int8_t* shifted, int8_t* raw) {
-  const Fp4Lut lut = fp4_lut(shift), raw_lut = fp4_lut(0);
-  uint32_t s[8], r[8];
-  for (int w = 0; w < 4; ++w) {
-    const uint32_t word = load_u32(packed + 16 * g + 4 * w);
-    unpack8(word, lut, s[2 * w], s[2 * w + 1]);
-    unpack8(word, raw_lut, r[2 * w], r[2 * w + 1]);
+// The 16 packed bytes of one group (32 dims), as words.
+struct GroupWords {
+  uint32_t w[4];
+};
+
+// A query head's 64 packed bytes, loaded once (16-byte aligned: rows of 64 bytes).
+struct PackedVector {
+  uint32_t w[16];
+  __device__ explicit PackedVector(const uint8_t* p) {
+    const uint4* v = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint4 x = v[k];
+      w[4 * k] = x.x, w[4 * k + 1] = x.y, w[4 * k + 2] = x.z, w[4 * k + 3] = x.w;
+    }
   }
-  uint4* sd = reinterpret_cast<uint4*>(shifted + 32 * g);
-  uint4* rd = reinterpret_cast<uint4*>(raw + 32 * g);
-  sd[0] = make_uint4(s[0], s[1], s[2], s[3]);
-  sd[1] = make_uint4(s[4], s[5], s[6], s[7]);
-  rd[0] = make_uint4(r[0], r[1], r[2], r[3]);
-  rd[1] = make_uint4(r[4], r[5], r[6], r[7]);
+  // Group g by selects, not an index: g is a runtime value in wgmma_vector (no local memory).
+  __device__ GroupWords group(int g) const {
+    GroupWords r;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) r.w[k] = g == 0 ? w[k] : g == 1 ? w[4 + k] : g == 2 ? w[8 + k] : w[12 + k];
+    return r;
+  }
+};
+
+// Where a vector's 128-byte int8 row goes, 16 bytes (chunk 0..7) at a time: straight to memory
+// (the key prep: four threads a key write a row whole), or into a warp's staging tile of 32 rows
+// (the query prep: a lane a head), swizzled so that a store of the 32 lanes and the copy out
+// (flush_rows) each take 4 wavefronts.
+struct GlobalRow {
+  int8_t* p;
+  __device__ void put(int chunk, uint4 v) const { reinterpret_cast<uint4*>(p)[chunk] = v; }
+};
+struct StagedRow {
+  uint8_t* tile;  // [32][128]
+  int h;
+  __device__ void put(int chunk, uint4 v) const {
+    *reinterpret_cast<uint4*>(tile + h * 128 + ((chunk ^ (h & 7)) << 4)) = v;
+  }
+};
+// The warp's staged tile to dst's 4 KiB (row h of the tile at dst + 128 h), whole lines.
+__device__ __forceinline__ void flush_rows(const uint8_t* tile, int8_t* dst) {
+  __syncwarp();
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int n = lane + 32 * k, h = n >> 3;
+    reinterpret_cast<uint4*>(dst)[n] = *reinterpret_cast<const uint4*>(tile + h * 128 + (((n & 7) ^ (h & 7)) << 4));
+  }
+  __syncwarp();
 }
 
-// One 128-dim vector: 64 packed bytes + 4 ue8m0 bytes -> shifted and raw int8 rows, the packed
-// exponents; returns the fast-path scale (VectorExps).
-__device__ float prep_vector(const uint8_t* payload, const uint8_t* scales, int8_t* shifted, int8_t* raw,
-                             uint32_t* exps, int max_span) {
-  const VectorExps v(load_u32(scales));
-  *exps = v.packed;
-  for (int g = 0; g < 4; ++g) prep_group(payload, g, v.shift(g), shifted, raw);
-  return v.fast_scale(max_span);
+// One group as int8 values shifted left by `shift` (<= 3): 8 words of 4.
+__device__ __forceinline__ void unpack_group(const GroupWords& p, int shift, uint32_t (&v)[8]) {
+  const Fp4Lut lut = fp4_lut(shift);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) unpack8(p.w[w], lut, v[2 * w], v[2 * w + 1]);
+}
+
+template <class Row>
+__device__ __forceinline__ void put_group(const Row& row, int g, const uint32_t (&v)[8]) {
+  row.put(2 * g, make_uint4(v[0], v[1], v[2], v[3]));
+  row.put(2 * g + 1, make_uint4(v[4], v[5], v[6], v[7]));
+}
+
+// Group g as int8, shifted left by `shift` into the shifted row and unshifted into the raw row.
+template <class Row>
+__device__ __forceinline__ void prep_group(const GroupWords& p, int g, int shift, const Row& shifted, const Row& raw) {
+  uint32_t v[8];
+  unpack_group(p, shift, v);
+  put_group(shifted, g, v);
+  unpack_group(p, 0, v);
+  put_group(raw, g, v);
 }
 
 // Four threads a key, one group each: a warp reads 8 keys' 512 contiguous payload bytes and writes
@@ -75,29 +122,25 @@ __global__ void key_prep_kernel(KeyPrepArgs a) {
   const int64_t off = j % P;
   const int64_t col = a.start[b] + j;
   const VectorExps v(load_u32(base + int64_t(P) * 64 + off * 4));
-  prep_group(base + off * 64, g, v.shift(g), a.ks + col * 128, a.kr + col * 128);
+  GroupWords p;
+  for (int w = 0; w < 4; ++w) p.w[w] = load_u32(base + off * 64 + 16 * g + 4 * w);
+  prep_group(p, g, v.shift(g), GlobalRow{a.ks + col * 128}, GlobalRow{a.kr + col * 128});
   if (g == 0) {
     a.kexp[col] = v.packed;
     a.kscale[col] = v.fast_scale(3);
   }
 }
 
-// Group g (32 dims) of a packed vector as int8 2*values shifted left by `shift` (<= 3) into
-// out[32 g ..]; returns the sum of their magnitudes.
-__device__ int fold_group(const uint8_t* payload, int g, int shift, int8_t* out) {
-  const Fp4Lut lut = fp4_lut(shift);
+// Group g of a query head as int8 2*values shifted left by `shift` (<= 3) into its row; returns
+// the sum of their magnitudes.
+template <class Row>
+__device__ int fold_group(const PackedVector& q, int g, int shift, const Row& out) {
   uint32_t v[8];
-  for (int w = 0; w < 4; ++w) {
-    uint32_t word;
-    memcpy(&word, payload + 16 * g + 4 * w, 4);
-    unpack8(word, lut, v[2 * w], v[2 * w + 1]);
-  }
+  unpack_group(q.group(g), shift, v);
   int sum = 0;
   for (int w = 0; w < 8; ++w)
     for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
-  uint4* d = reinterpret_cast<uint4*>(out + 32 * g);
-  d[0] = make_uint4(v[0], v[1], v[2], v[3]);
-  d[1] = make_uint4(v[4], v[5], v[6], v[7]);
+  put_group(out, g, v);
   return sum;
 }
 
@@ -107,9 +150,10 @@ __device__ int fold_group(const uint8_t* payload, int g, int shift, int8_t* out)
 // A group 4 binades above the lowest of groups 0-2 would overflow int8 shifted by 4; it is stored
 // shifted by 3 and *doubled names it: the sparse wgmma kernel adds it twice, as one more k-step
 // (sparse_wgmma.cu, "the doubled group"). At most one group may need it; -1 when none does.
-__device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8_t* out, int2* mul, int* doubled) {
+template <class Row>
+__device__ bool split_vector(const PackedVector& q, const VectorExps& x, const Row& out, int2* mul, int* doubled) {
   int e[4];
-  for (int g = 0; g < 4; ++g) e[g] = scales[g];
+  for (int g = 0; g < 4; ++g) e[g] = x.group_exp(g);
   const int m012 = min(min(e[0], e[1]), e[2]);
   const int span012 = max(max(e[0], e[1]), e[2]) - m012;
   const int base = min(m012, e[3]);
@@ -122,7 +166,7 @@ __device__ bool split_vector(const uint8_t* payload, const uint8_t* scales, int8
   for (int g = 0; g < 4; ++g) {
     const int f = g < 3 && shape_ok ? e[g] - m012 : 0;
     if (f == 4) *doubled = g;
-    bound += int64_t(fold_group(payload, g, min(f, 3), out)) * (f == 4 ? 2 : 1) * (g < 3 ? ma : mb);
+    bound += int64_t(fold_group(q, g, min(f, 3), out)) * (f == 4 ? 2 : 1) * (g < 3 ? ma : mb);
   }
   return shape_ok && bound * 96 < (int64_t(1) << 23);
 }
@@ -171,10 +215,11 @@ __device__ bool horner_plan(const int (&e)[4], int order, int (&f)[4], int (&m)[
 // the plan packed by pack_multipliers with the order (no multiply: m bits 0; most
 // heads span at most 3 binades, and the common exception is group 3 far below the others: m[3]
 // alone). Returns whether the head fits: |S| < 2^24 for any folded key (values <= 96).
-__device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int order, int8_t* out, int* mul,
+template <class Row>
+__device__ bool wgmma_vector(const PackedVector& q, const VectorExps& x, int order, const Row& out, int* mul,
                              int* base) {
   int e[4], f[4], m[4];
-  for (int g = 0; g < 4; ++g) e[g] = scales[g];
+  for (int g = 0; g < 4; ++g) e[g] = x.group_exp(g);
   const bool shape_ok = horner_plan(e, order, f, m, base);
   *mul = shape_ok ? pack_multipliers(m[1], m[2], m[3], order) : pack_multipliers(0, 0, 0, order);
   int64_t bound = 0;  // sum over dims of |q'| times the group's weight 2^(f + above), times 96 below
@@ -182,7 +227,7 @@ __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int 
   int above = shape_ok ? m[1] + m[2] + m[3] : 0;
   for (int pos = 0; pos < 4; ++pos) {
     const int g = wgmma_order_group(order, pos);
-    const int sum = fold_group(payload, g, shape_ok ? f[g] : 0, out);
+    const int sum = fold_group(q, g, shape_ok ? f[g] : 0, out);
     if (sum != 0 && above > 24) fits = false;
     else if (sum != 0) bound += int64_t(sum) << above;
     if (pos < 3 && shape_ok) above -= m[pos + 1];
@@ -195,14 +240,15 @@ __device__ bool wgmma_vector(const uint8_t* payload, const uint8_t* scales, int 
 // row's admission (dense_wgmma.cuh): every head fits, its scores are exact floats, the reference's products are multiples of
 // 2^-149 for the request's keys (c + fmin >= 0), F = 2^(c + fmin) is a normal float, nothing
 // overflows.
-__device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int64_t dst) {
+__device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, const PackedVector& q, const VectorExps& x, int64_t dst,
+                          uint8_t* tile) {
   constexpr int kNone = 1 << 29;
   const float w = a.weights[dst];
   const int ew = w != 0.0f && isfinite(w) ? ilogbf(w) : 0;
   const int2 fr = a.req_fexp[a.sel_req[i]];
   for (int order = 0; order < kWgmmaOrders; ++order) {  // the first order that admits the row
     int mul = 0, base = 0;
-    const bool head_ok = wgmma_vector(a.q + src * 64, a.q_scale + src * 4, order, a.qw + dst * 128, &mul, &base);
+    const bool head_ok = wgmma_vector(q, x, order, StagedRow{tile, h}, &mul, &base);
     const int c = __reduce_min_sync(0xFFFFFFFFu, w != 0.0f ? ew + base - 130 : kNone);
     const int top = __reduce_max_sync(0xFFFFFFFFu, w != 0.0f ? ew + base : -kNone);
     const int k = 149 + base - 256 - c;
@@ -213,6 +259,7 @@ __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, int64_t src, int
     const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
     if (!all && order + 1 < kWgmmaOrders) continue;
     const bool early = __any_sync(0xFFFFFFFFu, multiplies_early(mul));
+    flush_rows(tile, a.qw + int64_t(i) * 4096);
     a.qw_mul[dst] = mul;
     a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
     if (h == 0) {
@@ -233,17 +280,26 @@ __device__ bool folds_into_weight(float w, float scale) {
   return isfinite(f) && fabsf(f) >= 0x1p-126f && f / scale == wb;
 }
 
-// One warp per row, one lane per head.
-__global__ void query_prep_kernel(QueryPrepArgs a) {
+// One warp per row, one lane per head. The int8 rows go through two staging tiles so that each
+// output's 4 KiB of the row is written in whole lines (a lane writing its head's row wrote 16
+// bytes of 32 lines an instruction: L1/TEX 89 % busy, 0.22-0.31 ms a layer on chunk-256k, run 94).
+__global__ void __launch_bounds__(32) query_prep_kernel(QueryPrepArgs a) {
+  __shared__ __align__(16) uint8_t tile[2][32 * 128];
   const int i = blockIdx.x, h = threadIdx.x;
   const int64_t row = a.sel_rows[i];
   const int64_t src = row * 32 + h, dst = int64_t(i) * 32 + h;
-  const float scale = prep_vector(a.q + src * 64, a.q_scale + src * 4, a.qs + dst * 128, a.qr + dst * 128,
-                                  a.qexp + dst, 12);
+  const PackedVector q(a.q + src * 64);
+  const VectorExps x(load_u32(a.q_scale + src * 4));
+  const StagedRow shifted{tile[0], h}, raw{tile[1], h};
+  a.qexp[dst] = x.packed;
+  for (int g = 0; g < 4; ++g) prep_group(q.group(g), g, x.shift(g), shifted, raw);
+  flush_rows(tile[0], a.qs + int64_t(i) * 4096);
+  flush_rows(tile[1], a.qr + int64_t(i) * 4096);
+  const float scale = x.fast_scale(12);
   a.qscale[dst] = scale;
   int doubled = -1;
-  const bool split = split_vector(a.q + src * 64, a.q_scale + src * 4, a.qsplit + dst * 128, a.qmul + dst, &doubled) &&
-                     folds_into_weight(a.weights[dst], scale);
+  const bool split = split_vector(q, x, shifted, a.qmul + dst, &doubled) && folds_into_weight(a.weights[dst], scale);
+  flush_rows(tile[0], a.qsplit + int64_t(i) * 4096);
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
   const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split);
   // The doubled group, if any head has one: the same group for every such head (one k-step).
@@ -254,7 +310,7 @@ __global__ void query_prep_kernel(QueryPrepArgs a) {
     a.row_fast[i] = all_fast ? 1 : 0;
     a.row_split[i] = !all_split ? 0 : dmax < 0 ? 1 : dmin == dmax ? 2 + dmax : 0;
   }
-  if (a.qw != nullptr) wgmma_row(a, i, h, src, dst);
+  if (a.qw != nullptr) wgmma_row(a, i, h, q, x, dst, tile[0]);
 }
 
 }  // namespace
