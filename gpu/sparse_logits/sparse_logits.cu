@@ -10,7 +10,8 @@
 #include "core/constants.hpp"
 
 // The portable kernels (mma.sync; the split rows take sparse_wgmma.cu where the device has
-// wgmma). One warp scores one table row: 2048 blocks of 8 candidates, 32 heads each.
+// wgmma). One warp scores one table row, 2048 blocks of 8 candidates, 32 heads each; or a run of
+// its blocks, when the rows are too few to fill the device (slice_row_job, row_parts).
 //
 // Fast route (keys and query on the fast path of fp4_mma.cuh, nearly all data): the 8 keys of a
 // block come as ready int8 B fragments (launch_key_blocks: 2 x 16 bytes per lane, no page
