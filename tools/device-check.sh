@@ -140,6 +140,10 @@ do_timing() {
 # sparse path): the first DSA_PROFILE_COUNT (8) matching launches of the chunk-256k timing run, in
 # launch order, full sections with source counters, as text, .ncu-rep and the SASS page's summary
 # by tools/ncu-sass-summary.py (phases, stalls, hottest instructions).
+# DSA_PROFILE_COUNT counts every launch the regex matches, in launch order, and the timing run
+# repeats each kernel (warm-ups and samples) right after its first launch: a regex naming several
+# kernels spends the count on the first one's repeats (run 94). Name one kernel a call, or count
+# past its repeats.
 do_profile() {
   local re=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk|sparse_split_kernel"}
   DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 DSA_CHECK_PATHS=${DSA_PROFILE_PATHS:-sparse} stage ncu 560 ncu --clock-control none --set full \
