@@ -5,10 +5,10 @@
 
 One row per ceiling, per kernel of gpu-sparse and gpu-mask on each batch, per whole path (its
 floor: the kernels' floors summed), and the PyTorch peer's whole chunk: kernel | measured | floor |
-target | share of ceiling. Targets come
-from the "Targets by kernel" table of docs/performance.md and apply only to the reference
-problem (16384 rows at 262144 context); elsewhere the column says "-". Exit 4 on a file that is
-not a bench report (the message names the file and the key).
+target | share of ceiling. Targets come from two tables of docs/performance.md: "Targets by
+kernel", for the reference problem (16384 rows at 262144 context), and "Targets of the decode
+step", for batches the generator made with `--preset decode`; elsewhere the column says "-".
+Exit 4 on a file that is not a bench report (the message names the file and the key).
 """
 import argparse
 import json
@@ -17,6 +17,8 @@ import sys
 
 REFERENCE_ROWS, REFERENCE_CONTEXT = 16384, 262144
 TARGETS_HEADING = "### Targets by kernel"
+DECODE_TARGETS_HEADING = "### Targets of the decode step"
+DECODE_INPUT = "--preset decode"  # in a generated batch's input path (dsa-harness bench)
 
 
 def fail(path, key, rule):
@@ -24,15 +26,15 @@ def fail(path, key, rule):
     sys.exit(4)
 
 
-def read_targets(path):
-    """{kernel: (target_ms or None, target_x_floor or None)} from the targets table."""
+def read_targets(path, heading=TARGETS_HEADING):
+    """{kernel: (target_ms or None, target_x_floor or None)} from the targets table under heading."""
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
     except OSError as e:
         fail(path, "targets", f"cannot read ({e.strerror})")
-    if TARGETS_HEADING not in "\n".join(lines):
-        fail(path, TARGETS_HEADING, "heading not found")
-    start = next(i for i, l in enumerate(lines) if l.startswith(TARGETS_HEADING))
+    if not any(l.startswith(heading) for l in lines):
+        fail(path, heading, "heading not found")
+    start = next(i for i, l in enumerate(lines) if l.startswith(heading))
     targets = {}
     for line in lines[start + 1:]:
         if line.startswith("#"):
@@ -43,7 +45,7 @@ def read_targets(path):
         num = lambda c: None if c in ("-", "") else float(c)
         targets[cells[0]] = (num(cells[2]), num(cells[3]))
     if not targets:
-        fail(path, TARGETS_HEADING, "the table has no rows")
+        fail(path, heading, "the table has no rows")
     return targets
 
 
@@ -80,7 +82,16 @@ def load(path):
     return report
 
 
-def table(report, targets):
+def targets_for(inp, rows, targets, decode_targets):
+    """The targets that apply to a run on input inp: the reference problem's, the decode step's, or none."""
+    if rows == REFERENCE_ROWS and inp.get("max_len") == REFERENCE_CONTEXT:
+        return targets
+    if DECODE_INPUT in inp.get("path", ""):
+        return decode_targets
+    return None
+
+
+def table(report, targets, decode_targets):
     inputs = {i["batch_id"]: i for i in report["inputs"]}
     out = ["| kernel | measured | floor | target | share of ceiling |", "|---|---|---|---|---|"]
     for run in report["runs"]:
@@ -91,7 +102,7 @@ def table(report, targets):
         if not run["impl"].startswith("gpu-") or run.get("status") != "passed":
             continue
         inp = inputs.get(run["batch_id"], {})
-        reference = run.get("rows") == REFERENCE_ROWS and inp.get("max_len") == REFERENCE_CONTEXT
+        here = targets_for(inp, run.get("rows"), targets, decode_targets)
         where = f"{inp.get('max_len', '?')} x {run.get('rows', '?')} rows"
         total = floor = 0.0
         for k in run["kernels"]:
@@ -102,11 +113,11 @@ def table(report, targets):
                 continue
             total += k["median_ms"] * k["calls"]
             floor += k["floor_ms"] * k["calls"]
-            tgt = target_ms(targets, short, k["floor_ms"]) if reference else None
+            tgt = target_ms(here, short, k["floor_ms"]) if here else None
             out.append(f"| {k['kernel']} @{k['layer']} ({where}) | {fmt(k['median_ms'])} ms "
                        f"({fmt(k['min_ms'])}..{fmt(k['max_ms'])}) | {fmt(k['floor_ms'])} ms | "
                        f"{fmt(tgt) + ' ms' if tgt is not None else '-'} | {100 * k['ceiling_share']:.3g} % |")
-        tgt = target_ms(targets, f"whole {run['impl']} path", 0) if reference else None
+        tgt = target_ms(here, f"whole {run['impl']} path", floor) if here else None
         peak = run.get("peak_device_bytes", -1)
         # The path's floor: its kernels' floors summed (each the larger of math and bytes).
         out.append(f"| whole {run['impl']} path ({where}) | {fmt(total)} ms (sum of medians; peak "
@@ -134,7 +145,7 @@ def main():
     env = report["environment"]
     print(f"GPU {env.get('gpu')} ({env.get('gpu_detail', '')}), driver {env.get('driver') or '?'}, "
           f"CUDA {env.get('cuda') or '?'}, SM clock {env.get('sm_clock') or '?'}; commit {env.get('commit')}\n")
-    sys.stdout.write(table(report, read_targets(a.targets)))
+    sys.stdout.write(table(report, read_targets(a.targets), read_targets(a.targets, DECODE_TARGETS_HEADING)))
 
 
 if __name__ == "__main__":

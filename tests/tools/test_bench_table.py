@@ -1,5 +1,6 @@
 """tools/bench-table.py: the performance record's table from a bench report.json, targets read
-from docs/performance.md and applied to the reference problem only; bad input exits 4."""
+from docs/performance.md and applied to the reference problem and to decode-preset batches
+only; bad input exits 4."""
 import json
 import os
 import subprocess
@@ -15,12 +16,12 @@ def kernel(name, layer, median, floor, share, flops=0.0, bytes_=0.0, tflops=0.0,
             "tflops": tflops, "gbps": gbps, "floor_ms": floor, "ceiling_share": share}
 
 
-def report(rows=16384, context=262144):
+def report(rows=16384, context=262144, path=None):
     return {
         "schema_version": 1,
         "environment": {"gpu": "NVIDIA H200", "gpu_detail": "sm_90", "driver": "570.1", "cuda": "12.8",
                         "sm_clock": "1980 MHz", "commit": "abc123"},
-        "inputs": [{"batch_id": "b1", "rows": rows, "max_len": context}],
+        "inputs": [dict({"batch_id": "b1", "rows": rows, "max_len": context}, **({"path": path} if path else {}))],
         "runs": [
             {"batch_id": "device", "impl": "ceilings", "status": "passed",
              "kernels": [kernel("ceilings/hbm_copy", "all", 0.505, 0.505, 1, bytes_=2.1e9, gbps=4252.0),
@@ -69,6 +70,19 @@ def test_targets_only_for_the_reference_problem(tmp_path):
     r = run(tmp_path, report(rows=256, context=65536))
     assert r.returncode == 0, r.stderr
     assert "| gpu-sparse/dense_logits @20 (65536 x 256 rows) | 174.6 ms (171.1..178.1) | 49.11 ms | - | 28.1 % |" in r.stdout
+
+
+def test_decode_batches_take_the_decode_steps_targets(tmp_path):
+    # The decode step's whole path: within 2x its floor (2 x 49.74 = 99.48 ms); its kernels have none.
+    decode = "generated: --preset decode --context 131072 --rows-per-request 2 --seed 1"
+    r = run(tmp_path, report(rows=128, context=131072, path=decode))
+    assert r.returncode == 0, r.stderr
+    assert ("| whole gpu-sparse path (131072 x 128 rows) | 178.1 ms (sum of medians; peak 19 GiB) | 49.74 ms "
+            "| 99.48 ms | 27.9 % |") in r.stdout
+    assert "| gpu-sparse/block_topk @20 (131072 x 128 rows) | 1.6 ms (1.568..1.632) | 0.5 ms | - |" in r.stdout
+    # The same shape from another preset: no targets.
+    r = run(tmp_path, report(rows=128, context=131072, path=decode.replace("decode", "smoke")))
+    assert "| 49.74 ms | - | 27.9 % |" in r.stdout
 
 
 def test_not_a_bench_report_exits_4_naming_file_and_key(tmp_path):
