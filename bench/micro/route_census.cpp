@@ -10,11 +10,15 @@
 //       build/libdsa_reference.a build/libdsa_core.a -fopenmp -o /tmp/route_census
 //   /tmp/route_census chunk-256k 4096      # preset, rows per request
 // Run 90's record (bench/results/h200.md): 16384 rows, 14502 plain, 1827 doubled, 55 off.
+// It also counts the split rows whose folded weights w' = bf16(w) 2^(emin - 128) leave the range
+// [-81, 52] of exponents that bench/results/attempts/sparse-scale-last-unverified.diff admits.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "harness/generate/generate.hpp"
+#include "reference/formats.hpp"
 
 using namespace dsa;
 
@@ -47,6 +51,20 @@ int head_route(const uint8_t* packed, const uint8_t* scales) {
   return bound * 96 < (1L << 23) ? doubled : -2;
 }
 
+// Whether every nonzero folded weight of row r has its exponent in [-81, 52] (prep.cu's
+// weights_scale_last in the attempt).
+bool weights_in_range(const Layer& layer, int r) {
+  for (int h = 0; h < kHeads; ++h) {
+    const uint8_t* sc = layer.scale_row(r) + h * kScaleGroups;
+    const int emin = *std::min_element(sc, sc + kScaleGroups);
+    const float w = ref::bf16_to_float(ref::bf16_rne(layer.weight_row(r)[h]));
+    if (w == 0.0f) continue;
+    const int e = std::ilogb(w) + emin - 128;
+    if (e < -81 || e > 52) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,7 +76,7 @@ int main(int argc, char** argv) {
   o.preset = argv[1];
   o.rows_per_request = std::atoi(argv[2]);
   const Batch b = generate_batch(o);
-  long rows = 0, plain = 0, doubled = 0, off = 0;
+  long rows = 0, plain = 0, doubled = 0, off = 0, out_of_range = 0;
   for (const Layer& layer : b.layers) {
     if (layer.id == b.source_layer) continue;
     const int R = int(layer.weights.size() / kHeads);
@@ -71,9 +89,11 @@ int main(int argc, char** argv) {
         if (v >= 0) group = v;
       }
       (!ok ? off : group >= 0 ? doubled : plain) += 1;
+      if (ok && !weights_in_range(layer, r)) ++out_of_range;
     }
   }
-  std::printf("%s: %ld consumer rows: %ld plain split, %ld with a doubled group, %ld off the route\n", argv[1], rows,
-              plain, doubled, off);
+  std::printf("%s: %ld consumer rows: %ld plain split, %ld with a doubled group, %ld off the route; "
+              "%ld split rows with a folded weight outside 2^-81 .. 2^52\n",
+              argv[1], rows, plain, doubled, off, out_of_range);
   return 0;
 }
