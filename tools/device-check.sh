@@ -142,19 +142,32 @@ do_timing() {
 # by tools/ncu-sass-summary.py (phases, stalls, hottest instructions).
 # DSA_PROFILE_COUNT counts every launch the regex matches, in launch order, and the timing run
 # repeats each kernel (warm-ups and samples) right after its first launch: a regex naming several
-# kernels spends the count on the first one's repeats (run 94). Name one kernel a call, or count
-# past its repeats.
+# kernels spends the count on the first one's repeats (run 94). So DSA_PROFILE_KERNELS takes
+# several regexes separated by ';', each profiled in its own ncu run (the count applies to each):
+# outputs profile-1.txt, profile-sass-1.md, ... (one regex: profile.txt, profile-sass.md as before).
 do_profile() {
-  local re=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk|sparse_split_kernel"}
-  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 DSA_CHECK_PATHS=${DSA_PROFILE_PATHS:-sparse} stage ncu 560 ncu --clock-control none --set full \
-    --import-source yes --kernel-name-base demangled --kernel-name "regex:$re" \
-    --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile" \
+  local all=${DSA_PROFILE_KERNELS:-"dense_wgmma_kernel|block_amax_kernel|select_topk|sparse_split_kernel"}
+  local res i=0 suffix
+  IFS=';' read -r -a res <<<"$all"
+  for re in "${res[@]}"; do
+    i=$((i + 1))
+    suffix=$([[ ${#res[@]} -gt 1 ]] && echo "-$i" || echo "")
+    profile_one "$re" "$suffix"
+  done
+}
+
+profile_one() {
+  local re=$1 suffix=$2
+  DSA_CHECK_PRESET=chunk-256k DSA_CHECK_SAMPLES=1 DSA_CHECK_PATHS=${DSA_PROFILE_PATHS:-sparse} stage "ncu$suffix" 560 \
+    ncu --clock-control none --set full --import-source yes --kernel-name-base demangled --kernel-name "regex:$re" \
+    --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile$suffix" \
     "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
-  ncu --import "$OUT/profile.ncu-rep" --page details >"$OUT/profile.txt" 2>&1
-  ncu --import "$OUT/profile.ncu-rep" --page source --csv --print-source sass 2>/dev/null | gzip >"$LOGS/sass.csv.gz"
-  python3 tools/ncu-sass-summary.py "$LOGS/sass.csv.gz" >"$OUT/profile-sass.md" 2>>"$SUMMARY"
+  ncu --import "$OUT/profile$suffix.ncu-rep" --page details >"$OUT/profile$suffix.txt" 2>&1
+  ncu --import "$OUT/profile$suffix.ncu-rep" --page source --csv --print-source sass 2>/dev/null |
+    gzip >"$LOGS/sass$suffix.csv.gz"
+  python3 tools/ncu-sass-summary.py "$LOGS/sass$suffix.csv.gz" >"$OUT/profile-sass$suffix.md" 2>>"$SUMMARY"
   grep -E "^  [a-z_]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy" \
-    "$OUT/profile.txt" | head -60 | tee -a "$SUMMARY"
+    "$OUT/profile$suffix.txt" | head -60 | tee -a "$SUMMARY"
 }
 
 # gpu-sparse and gpu-mask recorded on the bundled fixtures (tools/record-gpu-fixture.sh): the
