@@ -11,7 +11,8 @@
 #   sanitize (compute-sanitizer racecheck and initcheck on smoke), profile (Nsight Compute,
 #   DSA_PROFILE_KERNELS), record (tools/record-gpu-fixture.sh) and bench (`dsa-harness bench`
 #   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
-#   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), run only when named
+#   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), bench-decode (the decode preset's step, in
+#   $OUT/bench-decode), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
 # timings.md and logs.tgz (every stage's full log).
 set -uo pipefail
@@ -188,6 +189,16 @@ do_bench() {
   tail -3 "$LOGS/bench.log" | tee -a "$SUMMARY"
   python3 tools/bench-table.py "$OUT/bench/report.json" >"$OUT/bench/table.md" 2>>"$SUMMARY" &&
     tee -a "$SUMMARY" <"$OUT/bench/table.md"
+}
+
+# The decode step (issue 12 item 4: within 2x its floor): 64 requests x 2 rows at up to 131072
+# positions, no peer; report and table in $OUT/bench-decode.
+do_bench-decode() {
+  stage bench-decode 300 "$B/dsa-harness" bench --preset decode --contexts 131072 --rows 2 -o "$LOGS/bench-decode"
+  mkdir -p "$OUT/bench-decode"
+  cp "$LOGS/bench-decode/"report.* "$OUT/bench-decode/" 2>/dev/null
+  python3 tools/bench-table.py "$OUT/bench-decode/report.json" >"$OUT/bench-decode/table.md" 2>>"$SUMMARY" &&
+    grep -E "^\| whole" "$OUT/bench-decode/table.md" | tee -a "$SUMMARY"
 }
 
 for st in $STAGES; do "do_$st"; done
