@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Times variants of one kernel source file against the tree's own in one device call, interleaved
+# (run-to-run spread on the H200 is about 3 % for sparse_logits, 1 ms for dense_logits, so
+# variants are only compared within a call: bench/results/h200.md).
+# Usage (repo root, after tools/device-check.sh build or with DSA_BUILD_DIR set):
+#   tools/device-variants.sh TARGET VARIANT...
+#     TARGET   the file the variants replace, e.g. gpu/sparse_logits/sparse_wgmma.cu
+#     VARIANT  a full copy of TARGET with a change (its name, without directory and suffix, names
+#              it in the output); the tree's own TARGET runs too, as "main"
+#   DSA_VARIANT_ROUNDS (2)    each variant runs this many times, interleaved with the others
+#   DSA_VARIANT_KERNEL        a pattern picked from each timing table for the summary (default:
+#                             every gpu-sparse row)
+#   DSA_BUILD_DIR (build-device), DSA_JOBS (16): the build
+# For each run: test_gpu rebuilt, then the chunk-256k timing table (DSA_CHECK_TABLE) in
+# $OUT/variants/NAME-ROUND.md, and the build's ptxas performance warnings (C75xx: a serialised
+# wgmma cost 6 % in run 91) in $OUT/variants/NAME.ptxas. TARGET is restored at the end, also on
+# failure. Timing only: check a variant's bits with tools/device-check.sh before landing it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [[ $# -lt 2 ]]; then
+  sed -n '2,17p' "$0" >&2
+  exit 2
+fi
+target=$1
+shift
+[[ -f $target ]] || { echo "device-variants: $target: no such file" >&2; exit 2; }
+for v in "$@"; do [[ -f $v ]] || { echo "device-variants: $v: no such file" >&2; exit 2; }; done
+B=${DSA_BUILD_DIR:-build-device}
+OUT=${OUT:-out/device-check}
+rounds=${DSA_VARIANT_ROUNDS:-2}
+pattern=${DSA_VARIANT_KERNEL:-gpu-sparse/}
+dir=$OUT/variants
+mkdir -p "$dir"
+saved=$(mktemp)
+cp "$target" "$saved"
+trap 'cp "$saved" "$target"; rm -f "$saved"' EXIT
+
+names=(main)
+files=("$saved")
+for v in "$@"; do
+  n=$(basename "$v")
+  names+=("${n%.*}")
+  files+=("$v")
+done
+
+for ((r = 1; r <= rounds; r++)); do
+  for i in "${!names[@]}"; do
+    name=${names[$i]}
+    cp "${files[$i]}" "$target"
+    if ! cmake --build "$B" -j "${DSA_JOBS:-16}" --target test_gpu >"$dir/$name.build.log" 2>&1; then
+      echo "$name: build failed ($dir/$name.build.log)"
+      continue
+    fi
+    grep -E "C75[0-9][0-9]" "$dir/$name.build.log" | sort -u >"$dir/$name.ptxas"
+    [[ -s $dir/$name.ptxas ]] && echo "$name: ptxas performance warnings ($dir/$name.ptxas)"
+    DSA_CHECK_PRESET=chunk-256k DSA_CHECK_TABLE="$dir/$name-$r.md" \
+      "$B/tests/test_gpu" "device check: per-kernel timings over all rows" >"$dir/$name-$r.log" 2>&1 ||
+      echo "$name round $r: the timing run failed ($dir/$name-$r.log)"
+  done
+done
+
+# Summary: the picked rows of every table, by variant and round.
+for name in "${names[@]}"; do
+  for ((r = 1; r <= rounds; r++)); do
+    [[ -f $dir/$name-$r.md ]] || continue
+    echo "== $name, round $r"
+    grep -F -- "$pattern" "$dir/$name-$r.md"
+  done
+done | tee "$dir/summary.md"
