@@ -13,7 +13,7 @@
 #   DSA_BUILD_DIR (build-device), DSA_JOBS (16): the build
 # For each run: test_gpu rebuilt, then the chunk-256k timing table (DSA_CHECK_TABLE) in
 # $OUT/variants/NAME-ROUND.md, and the build's ptxas performance warnings (C75xx: a serialised
-# wgmma cost 6 % in run 91) in $OUT/variants/NAME.ptxas. TARGET is restored at the end, also on
+# wgmma cost about 5 % in runs 91-92) in $OUT/variants/NAME.ptxas. TARGET is restored at the end, also on
 # failure. Timing only: check a variant's bits with tools/device-check.sh before landing it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
