@@ -13,8 +13,8 @@
 #   DSA_BUILD_DIR (build-device), DSA_JOBS (16): the build
 # For each run: test_gpu rebuilt, then the chunk-256k timing table (DSA_CHECK_TABLE) in
 # $OUT/variants/NAME-ROUND.md, and the build's ptxas performance warnings (C75xx: a serialised
-# wgmma cost about 5 % in runs 91-92) in $OUT/variants/NAME.ptxas. TARGET is restored at the end, also on
-# failure. Timing only: check a variant's bits with tools/device-check.sh before landing it.
+# wgmma cost about 5 % in runs 91-92) in $OUT/variants/NAME.ptxas. TARGET is restored at the
+# end, also on failure. Timing only: check a variant's bits with tools/device-check.sh first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 2 ]]; then
