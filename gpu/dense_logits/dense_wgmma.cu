@@ -33,8 +33,6 @@ struct __align__(1024) WgmmaSmem {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define DSA_WGMMA 1
 
-__device__ __forceinline__ int swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row & 7)) << 4); }
-
 __device__ __forceinline__ uint64_t smem_desc(const void* p) {
   const uint32_t a = unsigned(__cvta_generic_to_shared(p));
   return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);  // 128B swizzle
@@ -79,7 +77,7 @@ __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmm
   for (int i = threadIdx.x; i < kCols * 8; i += 128) {
     const int n = i >> 3, c = i & 7;
     const int r = (n >> 1) & 3, head = 2 * (n >> 3) + (n & 1);
-    int8_t* dst = sm.q + swizzled(n, c);
+    int8_t* dst = sm.q + swizzled_offset(n, c);
     if (rows[r] >= 0)
       cp_async16(dst, a.qw + (int64_t(rows[r]) * 32 + head) * 128 + c * 16);
     else

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/common/swizzle.cuh"
+
 namespace dsa::gpu {
 
 // A key block in the kernels' layout: [half h][lane][16 bytes], lane = 4g + t holding key g's
@@ -19,9 +21,8 @@ constexpr int kKeyBlockBytes = 1024;
 // each of its two records per load, and adjacent keys sit in one lane.
 constexpr int pair_slot(int pair, int t) { return 4 * pair + t; }
 // The sparse wgmma kernel's copy, for wgmma's A from shared memory: key g's 128 bytes in order at
-// g * 128, its 16-byte chunk c stored at chunk c ^ g (the 128-byte swizzle). Copied whole to a
-// 1024-byte-aligned slot, a record is one 8-row group of a K-major A tile.
-constexpr int swizzled_chunk(int chunk, int key) { return chunk ^ key; }
+// g * 128, its 16-byte chunk c stored at swizzled_chunk(c, g) (gpu/common/swizzle.cuh). Copied
+// whole to a 1024-byte-aligned slot, a record is one 8-row group of a K-major A tile.
 // Zero records after the last request's: the dense wgmma kernel reads up to 15 records past a
 // row block's last (the rest of its last step, and the step after it, loaded ahead) rather than
 // clamp each load; their scores are never stored.

@@ -1,6 +1,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/fp4_mma.cuh"
 #include "gpu/common/bf16.cuh"
+#include "gpu/common/swizzle.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/prep/prep.cuh"
 
@@ -70,7 +71,7 @@ struct StagedRow {
   uint8_t* tile;  // [32][128]
   int h;
   __device__ void put(int chunk, uint4 v) const {
-    *reinterpret_cast<uint4*>(tile + h * 128 + ((chunk ^ (h & 7)) << 4)) = v;
+    *reinterpret_cast<uint4*>(tile + swizzled_offset(h, chunk)) = v;
   }
 };
 // The warp's staged tile to dst's 4 KiB (row h of the tile at dst + 128 h), whole lines.
@@ -80,7 +81,7 @@ __device__ __forceinline__ void flush_rows(const uint8_t* tile, int8_t* dst) {
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     const int n = lane + 32 * k, h = n >> 3;
-    reinterpret_cast<uint4*>(dst)[n] = *reinterpret_cast<const uint4*>(tile + h * 128 + (((n & 7) ^ (h & 7)) << 4));
+    reinterpret_cast<uint4*>(dst)[n] = *reinterpret_cast<const uint4*>(tile + swizzled_offset(h, n & 7));
   }
   __syncwarp();
 }

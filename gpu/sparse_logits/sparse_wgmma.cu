@@ -133,7 +133,7 @@ __device__ __forceinline__ void stage_query(uint8_t* q, const SparseLogitsArgs& 
   const uint4* src = reinterpret_cast<const uint4*>(a.qsplit + int64_t(row) * 4096 + head_of_column(c) * 128);
 #pragma unroll
   for (int k = 0; k < 2; ++k)
-    *reinterpret_cast<uint4*>(q + c * 128 + (((chunk + k) ^ (c & 7)) << 4)) = src[chunk + k];
+    *reinterpret_cast<uint4*>(q + swizzled_offset(c, chunk + k)) = src[chunk + k];
 }
 
 // The doubled group's B (split_vector): the group's 32 bytes of each head that doubles it, zeros
@@ -145,7 +145,7 @@ __device__ __forceinline__ void stage_doubled(uint8_t* qd, const SparseLogitsArg
   uint4 v = make_uint4(0, 0, 0, 0);
   if (a.qdouble[int64_t(row) * 32 + h] != 0)
     v = reinterpret_cast<const uint4*>(a.qsplit + int64_t(row) * 4096 + h * 128 + group * 32)[chunk];
-  *reinterpret_cast<uint4*>(qd + c * 128 + ((chunk ^ (c & 7)) << 4)) = v;
+  *reinterpret_cast<uint4*>(qd + swizzled_offset(c, chunk)) = v;
 }
 
 __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs& a, int row) {
