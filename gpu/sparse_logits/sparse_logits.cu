@@ -31,7 +31,7 @@ using namespace sparse_slow;
 constexpr int kWarps = 4;
 constexpr int kDepth = 8;              // key tiles in flight per warp (shared-memory ring; a power of two)
 constexpr int kSplitBlocksPerSm = 4;   // 16 warps per SM: 128 registers for the split route
-constexpr int kOtherBlocksPerSm = 3;
+constexpr int kOtherBlocksPerSm = 3;     // the other routes need 161 registers: 12 warps per SM
 constexpr int kMagicMulSum = 227;      // 12 * 96 * 32 * 227 < 2^23: the float-bits conversion is exact
 
 // One warp's shared memory: the blocks the fast route leaves to the slow one, the slow staging.

@@ -219,7 +219,6 @@ __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int 
   return hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));  // (0+2) + (1+3)
 }
 
-
 // Marks this warp's blocks of a step (list entries i0, i0 + 1) that hold a key off the fast path
 // (fast: bit b set when block b is); rare, so kept off the step's path. slow_blocks: its shared
 // address.
@@ -307,7 +306,7 @@ __device__ __forceinline__ void step_loop(const StepCtx& c, const RowConsts& r, 
 // past the row's last copy the list's padding and store nothing); blocks with a key off the fast
 // path are left in sm.slow_blocks.
 __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j, const RowConsts& r,
-                                            const SparseLogitsArgs& a) {
+                                            const SparseLogitsArgs& a, int doubled) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2;
   StepCtx c;
   c.copy.frag = a.kswz + j.kblk * kKeyBlockBytes + lane * 16;
@@ -327,7 +326,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
   c.da = desc_lo(sm.ring.tile[0]);
   c.dq = desc_lo(sm.q);
   c.dqd = desc_lo(sm.qd);
-  c.doubled = a.row_split[j.row] >= 2 ? a.row_split[j.row] - 2 : -1;
+  c.doubled = doubled;
   const int nsteps = (j.nb + 7) / 8;
   static_assert(kUnits == 4, "run_step's slots below");
   request_step<0>(c.copy, lds64i(c.ids));
@@ -340,12 +339,12 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
   cp_async_wait<0>();
 }
 
-// Sets up a warpgroup's row: B and the block list staged, slow_blocks cleared (the caller syncs
-// the group). The list's entries past nb repeat entry 0, a block of the row, so a step's copies
-// need no test.
-__device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs& a, const SparseRowJob& j) {
+// Sets up a warpgroup's row: B (and the doubled group's, if any) and the block list staged,
+// slow_blocks cleared (the caller syncs the group). The list's entries past nb repeat entry 0, a
+// block of the row, so a step's copies need no test.
+__device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs& a, const SparseRowJob& j, int doubled) {
   stage_query(sm.q, a, j.row);
-  if (a.row_split[j.row] >= 2) stage_doubled(sm.qd, a, j.row, a.row_split[j.row] - 2);
+  if (doubled >= 0) stage_doubled(sm.qd, a, j.row, doubled);
   for (int i = threadIdx.x & 127; i < kTopkBlocks / 32; i += 128) sm.slow_blocks[i] = 0;
   // All loads first, then the stores: one memory latency, not one per entry (run 86: 3 % of the
   // kernel's samples waited on these).
@@ -375,11 +374,13 @@ __global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel
   const int slot = blockIdx.x * kGroups + group;
   if (slot >= a.n_split) return;  // whole warpgroups only: the barriers below are per group
   const SparseRowJob j = sparse_row_job(a, a.order[slot]);
-  start_row(sm, a, j);
+  const int split = a.row_split[j.row];  // 1, or 2 + the doubled group (prep.cuh)
+  const int doubled = split >= 2 ? split - 2 : -1;
+  start_row(sm, a, j, doubled);
   group_sync(group);
   RowConsts r;
   load_consts(r, a, j.row);
-  score_steps(sm, j, r, a);
+  score_steps(sm, j, r, a, doubled);
   group_sync(group);  // slow_blocks complete; each warp's ring is idle (its copies have landed)
   // The slow route: blocks with a key off the fast path, every fourth one to each of the group's warps.
   score_slow_blocks(a, j, sm.slow_blocks, 0x11111111u << w, sm.ring.slow[w]);
