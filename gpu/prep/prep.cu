@@ -281,6 +281,21 @@ __device__ bool folds_into_weight(float w, float scale) {
   return isfinite(f) && fabsf(f) >= 0x1p-126f && f / scale == wb;
 }
 
+// The exponent range the sparse wgmma kernel needs of a split row's folded weights w' (nonzero
+// ones) to apply the key scale sk after the chain instead of to each head score: with ilogb(w')
+// >= -81 every value of the unscaled chain is a multiple of G = 2^(-81 - 7), and sk >= 2^-45
+// keeps G sk >= 2^-133, the smallest bf16 subnormal, so scaling by sk never meets a rounding the
+// reference's chain does not; with ilogb(w') <= 52 neither chain overflows (32 products below
+// 2^23 2^53, times sk <= 2^45, stay below 2^127). sparse_wgmma.cu, "the key scale last".
+constexpr int kScaleLastMinExp = -81, kScaleLastMaxExp = 52;
+
+// Whether the row's folded weights (this lane's head: bf16(w) * scale) lie in that range.
+__device__ bool weights_scale_last(float w, float scale) {
+  const float f = bf16_value(soft_bf16_rne(w)) * scale;
+  const int e = f != 0.0f && isfinite(f) ? ilogbf(f) : 0;
+  return __reduce_min_sync(0xFFFFFFFFu, e) >= kScaleLastMinExp && __reduce_max_sync(0xFFFFFFFFu, e) <= kScaleLastMaxExp;
+}
+
 // One warp per row, one lane per head. The int8 rows go through two staging tiles so that each
 // output's 4 KiB of the row is written in whole lines (a lane writing its head's row wrote 16
 // bytes of 32 lines an instruction: L1/TEX 89 % busy, 0.22-0.31 ms a layer on chunk-256k, run 94).
@@ -302,7 +317,7 @@ __global__ void __launch_bounds__(32) query_prep_kernel(QueryPrepArgs a) {
   const bool split = split_vector(q, x, shifted, a.qmul + dst, &doubled) && folds_into_weight(a.weights[dst], scale);
   flush_rows(tile[0], a.qsplit + int64_t(i) * 4096);
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
-  const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split);
+  const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split) && weights_scale_last(a.weights[dst], scale);
   // The doubled group, if any head has one: the same group for every such head (one k-step).
   const int dmax = __reduce_max_sync(0xFFFFFFFFu, doubled + 1) - 1;
   const int dmin = __reduce_min_sync(0xFFFFFFFFu, doubled >= 0 ? doubled : 3);

@@ -29,11 +29,21 @@
 //
 // Epilogue per head cell (split route of fp4_mma.cuh): S = A*mA + B*mB (two IMAD, the float bits
 // of 2^23 added on the way), S = bits - 2^23 exactly (|S| < 2^23); then per two keys: relu and
-// bf16 rounding (cvt.rn.relu.bf16x2), the key scale sk applied in bf16, one fma of the chain with
-// the weight w' = bf16(w) * sq. Exact: the reference's a_h = bf16(S sq sk) equals bf16(S) sq sk
-// because S sq sk >= 2^-90 stays normal (|S| >= 1, sq and sk within 2^+-45), so a_h * w equals
-// (bf16(S) sk) * w' as real numbers and the chain's single roundings see the same values; the
-// query prep admits a split row only when every w' is a normal bf16 or zero (folds_into_weight).
+// bf16 rounding (cvt.rn.relu.bf16x2) and one fma of the chain with the weight w' = bf16(w) * sq;
+// the key scale sk multiplies the key's final sum once. Exact: the reference's a_h = bf16(S sq sk)
+// equals bf16(S) sq sk because S sq sk >= 2^-90 stays normal (|S| >= 1, sq and sk within
+// 2^+-45), so a_h * w = sk (bf16(S) * w') as real numbers; the query prep admits a split row only
+// when every w' is a normal bf16 or zero (folds_into_weight).
+//
+// The key scale last: the chain without sk equals the reference's chain divided by sk at every
+// rounding, because sk is a power of two and neither chain meets a rounding the other does not.
+// Every value of the unscaled chain is a multiple of G = 2^(min ilogb(w') - 7) (the bf16(S) are
+// integers, each w' a multiple of its own ulp), so a value below 2^8 G is exact in bf16 and its
+// sk multiple is too when G sk >= 2^-133 (the smallest subnormal), and a value that rounds keeps
+// at least 2^8 G sk >= 2^-125 scaled, a normal number, where rounding commutes with the power of
+// two. The query prep admits a split row only when ilogb(w') lies in [-81, 52] for every nonzero
+// w' (weights_scale_last): sk >= 2^-45 then gives G sk >= 2^-133, and no value of either chain
+// reaches 2^127. Saves seven of the eight bf16 multiplies a thread spent on sk each step.
 //
 // The doubled group: a head whose groups 0-2 span 4 binades (11.5 % of chunk-256k's consumer rows
 // have one, and no other reason to leave the route) would need its top group shifted by 4, which
@@ -198,8 +208,9 @@ __device__ __forceinline__ void request_step(const StepCopy& c, int2 ids) {
   cp_async_commit();
 }
 
-// The bf16 chain of steps 0..7 for this thread's two keys, then the lane sums: every thread of
-// a quad ends with the scores of keys g (low half) and g + 8 (high half).
+// The bf16 chain of steps 0..7 for this thread's two keys without their scales, the lane sums,
+// then the scales: every thread of a quad ends with the scores of keys g (low half) and g + 8
+// (high half).
 __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int (&db)[16], const RowConsts& r,
                                                  uint32_t sk2) {
   uint32_t acc = 0;  // +0, +0
@@ -212,11 +223,11 @@ __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int 
       const int bits = da[e + 2 * k] * r.ma[s] + (db[e + 2 * k] * r.mb[s] + 0x4B000000);  // 2^23 + S
       f[k] = __fadd_rn(__int_as_float(bits), -0x1p23f);                                   // S, exact
     }
-    const uint32_t av = hw_fma_bf16x2(hw_relu_bf16x2(f[0], f[1]), sk2, kBf16x2NegZero);
-    acc = hw_fma_bf16x2(av, r.w2[s], acc);
+    acc = hw_fma_bf16x2(hw_relu_bf16x2(f[0], f[1]), r.w2[s], acc);
   }
   acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 2));  // lanes 0+2, 1+3
-  return hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));  // (0+2) + (1+3)
+  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));  // (0+2) + (1+3)
+  return hw_fma_bf16x2(acc, sk2, kBf16x2NegZero);  // the key scale last (exact: see the top)
 }
 
 // Marks this warp's blocks of a step (list entries i0, i0 + 1) that hold a key off the fast path

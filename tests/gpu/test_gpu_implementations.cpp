@@ -87,6 +87,8 @@ Batch make_batch(const Spec& spec, uint64_t seed) {
       const float scale = (j < 4 ? 3.0f : 1.0f) * (1.0f + 2.0f * float(j) / float(spec.lc[size_t(q)]));
       random_vector(rng, scale, 0, j % 97 == 13 ? 4096.0f : 1.0f, const_cast<uint8_t*>(b.key_payload(q, j)),
                     const_cast<uint8_t*>(b.key_scale(q, j)));
+      // Request 0's every 89th key at the smallest fast key scale, 2^-45 (see row 3 below).
+      if (q == 0 && j % 89 == 45) std::fill_n(const_cast<uint8_t*>(b.key_scale(q, j)), kScaleGroups, uint8_t(83));
     }
   const int R = b.rows();
   std::vector<std::pair<int, Role>> layers;
@@ -126,6 +128,21 @@ Batch make_batch(const Spec& spec, uint64_t seed) {
   // One row whose source scores all tie (zero weights): ties at every level.
   if (!spec.plain_only && R > 4)
     for (int h = 0; h < kHeads; ++h) b.layers[0].weights[size_t(4) * kHeads + h] = 0.0f;
+  // Row 3 (the split route) at the edges of the sparse wgmma kernel's "key scale last": in layer 24
+  // one head's folded weight w' = bf16(w) 2^(emin - 128) is 2^-82, a binade below what it admits
+  // (the row leaves the split route); in layer 28 every head's w' is (1 + odd / 128) 2^-81, the
+  // least it admits with all 8 bits set, so with request 0's keys of scale 2^-45 its chains are
+  // multiples of exactly 2^-133 and run near and under 2^-126, in the subnormals.
+  if (!spec.plain_only && R > 3) {
+    auto fold_to = [&](Layer& l, int h, float w_folded) {
+      const uint8_t* sc = l.scale_row(3) + h * kScaleGroups;
+      const int emin = *std::min_element(sc, sc + kScaleGroups);
+      l.weights[size_t(3) * kHeads + h] = std::ldexp(w_folded, 128 - emin);
+    };
+    fold_to(b.layers[1], 6, std::ldexp(1.0f, -82));
+    for (int h = 0; h < kHeads; ++h)
+      fold_to(b.layers[2], h, (h % 3 == 0 ? -1.0f : 1.0f) * std::ldexp(1.0f + float(2 * h + 1) / 128.0f, -81));
+  }
   return b;
 }
 
@@ -147,14 +164,27 @@ float head_score(const int8_t* q, const uint8_t* qs, const int8_t* k, const uint
   return float(s);
 }
 
-uint16_t bf16_exact(long double x) {
-  if (x == 0) return std::signbit(x) ? 0x8000 : 0;
+// bf16 of the exact sum x + y (both exact long doubles), one rounding, RNE. A long double sum of
+// two values far apart in magnitude drops the smaller one (a tiny product next to a chain value:
+// row 3's weights of 2^-81 give such pairs 68 binades apart); TwoSum keeps what it dropped, and
+// that error decides a rounding the sum alone would see as a tie. Subnormal bf16 steps are 2^-133.
+uint16_t bf16_exact(long double x, long double y = 0) {
+  const long double s = x + y, bb = s - x;
+  const long double err = (x - (s - bb)) + (y - bb);  // x + y == s + err exactly
+  if (s == 0) return std::signbit(s) ? 0x8000 : 0;
   int e;
-  std::frexp(std::fabs(x), &e);
+  std::frexp(std::fabs(s), &e);
   const int ue = std::max(e - 8, -133);
-  const long double r = std::nearbyint(std::ldexp(std::fabs(x), -ue));  // RNE
-  const float f = float(std::ldexp(r, ue));
-  return uint16_t((ref::float_bits(f) >> 16) | (x < 0 ? 0x8000 : 0));
+  const long double m = std::ldexp(std::fabs(s), -ue), fl = std::floor(m), fr = m - fl;
+  bool up;
+  if (fr != 0.5L)
+    up = fr > 0.5L;
+  else if (err != 0)
+    up = (err > 0) == (s > 0);  // the exact sum lies past the tie, away from zero
+  else
+    up = std::fmod(fl, 2.0L) != 0;  // a true tie: to even
+  const float f = float(std::ldexp(fl + (up ? 1 : 0), ue));
+  return uint16_t((ref::float_bits(f) >> 16) | (s < 0 ? 0x8000 : 0));
 }
 
 struct RowScores {
@@ -194,12 +224,12 @@ const RowScores& model_row(const Batch& b, const Layer& l, int r) {
         uint16_t a = ref::bf16_rne(s[h]);
         if (a & 0x8000) a = 0;
         const long double prod = (long double)ref::bf16_to_float(a) * ref::bf16_to_float(ref::bf16_rne(w[h]));
-        bacc[lane] = bf16_exact(prod + ref::bf16_to_float(bacc[lane]));
+        bacc[lane] = bf16_exact(prod, ref::bf16_to_float(bacc[lane]));
       }
     out.dense[size_t(p)] = (acc[0] + acc[2]) + (acc[1] + acc[3]);
-    const uint16_t t0 = bf16_exact((long double)ref::bf16_to_float(bacc[0]) + ref::bf16_to_float(bacc[2]));
-    const uint16_t t1 = bf16_exact((long double)ref::bf16_to_float(bacc[1]) + ref::bf16_to_float(bacc[3]));
-    out.sparse_at[size_t(p)] = bf16_exact((long double)ref::bf16_to_float(t0) + ref::bf16_to_float(t1));
+    const uint16_t t0 = bf16_exact(ref::bf16_to_float(bacc[0]), ref::bf16_to_float(bacc[2]));
+    const uint16_t t1 = bf16_exact(ref::bf16_to_float(bacc[1]), ref::bf16_to_float(bacc[3]));
+    out.sparse_at[size_t(p)] = bf16_exact(ref::bf16_to_float(t0), ref::bf16_to_float(t1));
   }
   return cache.emplace(key, std::move(out)).first->second;
 }
