@@ -152,11 +152,18 @@ __device__ __forceinline__ uint32_t kth_key(const uint32_t (&key)[kPer], uint32_
   return m;
 }
 
+// Bit j of m moved to bit (j + r) % width (r in [0, width)).
+__device__ __forceinline__ uint32_t rotate_bits(uint32_t m, int r) { return __funnelshift_l(m, m, r); }
+__device__ __forceinline__ uint64_t rotate_bits(uint64_t m, int r) { return r == 0 ? m : (m << r) | (m >> (64 - r)); }
+
 // The top-k of one row whose keys (ordered integers, 0 past n) sit in the block's registers,
-// thread t holding columns first = kPer t ...; n > k. Ids go to dst in column order.
+// thread t holding columns first = kPer t ... kPer t + kPer - 1, key[j] column first + (j + rot) %
+// kPer (rot: how the loads were rotated to spare shared-memory banks; 0 in order); n > k. Ids go
+// to dst in column order.
 template <int kBits, int kPer, class Map, class Kth>
 __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row, int n, int k, int first,
-                                           const Map& map, const Kth& kth, int32_t* dst, SelectSmem& sm) {
+                                           const Map& map, const Kth& kth, int32_t* dst, SelectSmem& sm,
+                                           int rot = 0) {
   static_assert(kBits > kDigitBits && kBits <= 3 * kDigitBits && kPer <= 64, "two or three passes, 64 keys a thread");
   using Scan = cub::BlockScan<int, kSelectThreads>;
   using Mask = std::conditional_t<(kPer > 32), uint64_t, uint32_t>;
@@ -177,7 +184,7 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
     const uint32_t kth_value = kth_key(key, T, exact, sm);
     if (threadIdx.x == 0) kth.picked(row, kth_value);
   }
-  // Placement: bit j of `greater` / `tie` says key j is > T / == T (ties only below n).
+  // Placement: bit c of `greater` / `tie` says column first + c is > T / == T (ties only below n).
   const int valid = min(max(n - first, 0), kPer);
   Mask greater = 0, tie = 0;
 #pragma unroll
@@ -185,6 +192,8 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
     greater |= Mask(key[j] > T) << j;
     tie |= Mask(key[j] == T) << j;
   }
+  greater = rotate_bits(greater, rot);
+  tie = rotate_bits(tie, rot);
   if (valid < kPer) tie &= (Mask(1) << valid) - 1;
   const int gt = __popcll(uint64_t(greater)), eq = __popcll(uint64_t(tie));
   // One scan of both counts (each total <= n <= 32768 fits 16 bits); the ties go in column order.
@@ -230,8 +239,9 @@ __global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1)
 // memory, so a row's HBM read overlaps the passes over the previous one (the loads of a plain
 // launch stall every warp of a block at once, and one or two blocks an SM do not hide that).
 // Src, besides len(): const void* row_data(int row); unsigned row_bytes(int n) (a multiple of 16,
-// at most kBufferBytes); void keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer])
-// (keys of columns first.. from the copied row, 0 from n on); static kBufferBytes.
+// at most kBufferBytes); int keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer])
+// (keys of columns first.. from the copied row, 0 from n on; returns rot: key[j] holds column
+// first + (j + rot) % kPer, select_row's rotation); static kBufferBytes.
 constexpr unsigned kBulkChunk = 16384;  // bytes per bulk copy
 
 template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth>
@@ -272,11 +282,11 @@ __global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
     mbar_wait(&bar, parity);
     parity ^= 1;
     uint32_t key[kPer];
-    src.keys_from(stream_buffer, first, n, key);
+    const int rot = src.keys_from(stream_buffer, first, n, key);
     __syncthreads();  // every thread holds its keys and is done with the last row's table
     if (threadIdx.x == 0) fetch(row + gridDim.x);
     map.stage(row, sm.table);
-    select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm);
+    select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm, rot);
   }
 }
 

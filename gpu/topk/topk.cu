@@ -74,15 +74,23 @@ struct BlockKeyRows {
   // rounded up to 16 stay inside the row).
   __device__ const void* row_data(int row) const { return data + int64_t(row) * ld; }
   __device__ unsigned row_bytes(int n) const { return unsigned(n + 3) / 4 * 16; }
-  __device__ void keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer]) const {
+  // A thread's 64 keys are 256 contiguous bytes of the copied row, so 16-byte reads in column
+  // order would put a warp's lanes 256 bytes apart, on the same banks (8-way conflicts: run 48's
+  // profile of this kernel). Lane l reads its chunks starting at chunk l % 16 instead, so 8
+  // neighbouring lanes hit 8 different banks; key[j] then holds column first + (j + 4 l) % 64.
+  __device__ int keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer]) const {
+    static_assert(kPer == 64, "16 chunks of 4 keys");
     const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(buf) + first);
+    const int lane = threadIdx.x & 31, lim = n - first;  // columns first + c with c < lim exist
 #pragma unroll
     for (int q = 0; q < kPer / 4; ++q) {
-      const float4 v = p[q];
+      const int chunk = (q + lane) & 15;
+      const float4 v = p[chunk];
       const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) key[4 * q + e] = first + 4 * q + e < n ? order_f32(f[e]) : 0u;
+      for (int e = 0; e < 4; ++e) key[4 * q + e] = 4 * chunk + e < lim ? order_f32(f[e]) : 0u;
     }
+    return (4 * lane) & (kPer - 1);
   }
   __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
 };
