@@ -16,9 +16,8 @@ namespace dsa::gpu {
 constexpr int kTopkThreads = 512;
 
 __device__ __forceinline__ uint32_t order_f32(float x) {
-  uint32_t u = __float_as_uint(x);
-  if (u == 0x80000000u) u = 0;  // -0 ranks as +0
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  const uint32_t u = __float_as_uint(__fadd_rn(x, 0.0f));  // -0 + 0 = +0: -0 ranks as +0
+  return u ^ (uint32_t(int32_t(u) >> 31) | 0x80000000u);   // negative: all bits flipped; else the sign set
 }
 __device__ __forceinline__ uint32_t order_bf16(uint16_t b) {
   uint32_t u = b;

@@ -82,13 +82,23 @@ struct BlockKeyRows {
     static_assert(kPer == 64, "16 chunks of 4 keys");
     const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(buf) + first);
     const int lane = threadIdx.x & 31, lim = n - first;  // columns first + c with c < lim exist
+    if (lim >= kPer) {  // every column exists (all threads but the row's last few): no tests
 #pragma unroll
-    for (int q = 0; q < kPer / 4; ++q) {
-      const int chunk = (q + lane) & 15;
-      const float4 v = p[chunk];
-      const float f[4] = {v.x, v.y, v.z, v.w};
+      for (int q = 0; q < kPer / 4; ++q) {
+        const float4 v = p[(q + lane) & 15];
+        const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) key[4 * q + e] = 4 * chunk + e < lim ? order_f32(f[e]) : 0u;
+        for (int e = 0; e < 4; ++e) key[4 * q + e] = order_f32(f[e]);
+      }
+    } else {
+#pragma unroll
+      for (int q = 0; q < kPer / 4; ++q) {
+        const int chunk = (q + lane) & 15;
+        const float4 v = p[chunk];
+        const float f[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) key[4 * q + e] = 4 * chunk + e < lim ? order_f32(f[e]) : 0u;
+      }
     }
     return (4 * lane) & (kPer - 1);
   }
@@ -106,20 +116,27 @@ struct MaskRows {
   // each (ld % 8 == 0; a partial newest block reads past L inside the row and masks it).
   __device__ void load(int row, int first, int n, uint32_t (&key)[32]) const {
     const int64_t drow = dense_row ? dense_row[row] : row;
+    // Every load first, none under a branch: the four block ids in one 16-byte load (first / 8 is
+    // a multiple of 4, inside the row's 2048 entries), then the eight score loads, position 0 of
+    // the row standing in for a block past n. Loads behind a per-block branch were issued one
+    // block after another (run 97, ncu: long_sb 52 % of the kernel's stalls).
+    const int4 ids = *reinterpret_cast<const int4*>(blocks + int64_t(row) * kTopkBlocks + first / kBlockSize);
+    const int id[4] = {ids.x, ids.y, ids.z, ids.w};
+    const float* base = dense + drow * ld;
+    float4 v[4][2];
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      const int64_t pos = first + 8 * g < n ? int64_t(id[g]) * kBlockSize : 0;
+      const float4* p = reinterpret_cast<const float4*>(base + pos);
+      v[g][0] = p[0];
+      v[g][1] = p[1];
+    }
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       const int c0 = first + 8 * g;
-      if (c0 >= n) {
+      const float f[8] = {v[g][0].x, v[g][0].y, v[g][0].z, v[g][0].w, v[g][1].x, v[g][1].y, v[g][1].z, v[g][1].w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) key[8 * g + e] = 0u;
-        continue;
-      }
-      const int64_t pos = int64_t(blocks[int64_t(row) * kTopkBlocks + c0 / kBlockSize]) * kBlockSize;
-      const float4* p = reinterpret_cast<const float4*>(dense + drow * ld + pos);
-      const float4 a = p[0], b = p[1];
-      const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-      for (int e = 0; e < 8; ++e) key[8 * g + e] = c0 + e < n ? order_f32(v[e]) : 0u;
+      for (int e = 0; e < 8; ++e) key[8 * g + e] = c0 + e < n ? order_f32(f[e]) : 0u;
     }
   }
 };
