@@ -11,7 +11,7 @@
 //   /tmp/route_census chunk-256k 4096      # preset, rows per request
 // Run 90's record (bench/results/h200.md): 16384 rows, 14502 plain, 1827 doubled, 55 off.
 // It also counts the split rows whose folded weights w' = bf16(w) 2^(emin - 128) leave the range
-// [-81, 52] of exponents that bench/results/attempts/sparse-scale-last-unverified.diff admits.
+// [-81, 52] of exponents that the query prep admits (weights_scale_last, gpu/prep/prep.cu).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
