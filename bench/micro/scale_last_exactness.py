@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exact check of the sparse wgmma kernel's "key scale last"
-(gpu/sparse_logits/sparse_wgmma.cu, weights_scale_last in gpu/prep/prep.cu): the reference's bf16 chain over the
+"""Exact check of the sparse wgmma kernel's "key scale last" (gpu/sparse_logits/sparse_wgmma.cu;
+its admission: weights_scale_last in gpu/prep/prep.cu): the reference's bf16 chain over the
 products sk * u_h * w'_h equals sk times the chain over u_h * w'_h, bit for bit, for rows whose
 nonzero folded weights w' have exponents in [-81, 52] and keys of scale sk in [2^-45, 2^45].
 
