@@ -5,8 +5,10 @@
 # Usage (repo root, after tools/device-check.sh build or with DSA_BUILD_DIR set):
 #   tools/device-variants.sh VARIANT...
 #     VARIANT  a folder holding full copies of the files it changes at their paths in the tree
-#              (e.g. scratch/v/fast/gpu/sparse_logits/sparse_wgmma.cu); its name names it in the
-#              output. The tree as it is runs too, as "tree".
+#              (e.g. scratch/v/fast/gpu/sparse_logits/sparse_wgmma.cu), or a patch for `git apply`
+#              (a .diff, e.g. bench/results/attempts/X-unverified.diff: its header text is
+#              skipped); its name (without .diff) names it in the output. The tree as it is runs
+#              too, as "tree".
 #   DSA_VARIANT_ROUNDS (2)    each variant runs this many times, interleaved with the others
 #   DSA_VARIANT_KERNEL        a pattern picked from each timing table for the summary (default:
 #                             every gpu-sparse row)
@@ -18,10 +20,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 1 ]]; then
-  sed -n '2,19p' "$0" >&2
+  sed -n '2,21p' "$0" >&2
   exit 2
 fi
-for v in "$@"; do [[ -d $v ]] || { echo "device-variants: $v: not a folder" >&2; exit 2; }; done
+for v in "$@"; do
+  [[ -d $v || ($v == *.diff && -f $v) ]] || { echo "device-variants: $v: not a folder or a .diff" >&2; exit 2; }
+  [[ -d $v ]] || git apply --check "$v" || { echo "device-variants: $v does not apply to the tree" >&2; exit 2; }
+done
 B=${DSA_BUILD_DIR:-build-device}
 OUT=${OUT:-out/device-check}
 rounds=${DSA_VARIANT_ROUNDS:-2}
@@ -29,26 +34,37 @@ pattern=${DSA_VARIANT_KERNEL:-gpu-sparse/}
 dir=$OUT/variants
 mkdir -p "$dir"
 
-# Every file some variant changes, saved as the tree has it: the "tree" variant.
-mapfile -t paths < <(for v in "$@"; do (cd "$v" && find . -type f | sed 's|^\./||'); done | sort -u)
-for p in "${paths[@]}"; do [[ -f $p ]] || { echo "device-variants: $p: not in the tree" >&2; exit 2; }; done
+# Every file some variant changes or adds, saved as the tree has it (a file a patch adds is
+# removed again): the "tree" variant.
+touched() {
+  if [[ -d $1 ]]; then (cd "$1" && find . -type f | sed 's|^\./||'); else git apply --numstat "$1" | cut -f3; fi
+}
+mapfile -t paths < <(for v in "$@"; do touched "$v"; done | sort -u)
 saved=$(mktemp -d)
-for p in "${paths[@]}"; do mkdir -p "$saved/$(dirname "$p")" && cp "$p" "$saved/$p"; done
-restore() { for p in "${paths[@]}"; do cp "$saved/$p" "$p"; done; }
+for p in "${paths[@]}"; do [[ -f $p ]] && mkdir -p "$saved/$(dirname "$p")" && cp "$p" "$saved/$p"; done
+restore() { for p in "${paths[@]}"; do if [[ -f $saved/$p ]]; then cp "$saved/$p" "$p"; else rm -f "$p"; fi; done; }
 trap 'restore; rm -rf "$saved"' EXIT
+# Puts variant $1 over the restored tree.
+apply() {
+  if [[ -d $1 ]]; then (cd "$1" && find . -type f -exec cp --parents {} "$OLDPWD/" \;); else git apply "$1"; fi
+}
 
 names=(tree)
-dirs=("$saved")
+variants=("")
 for v in "$@"; do
-  names+=("$(basename "$v")")
-  dirs+=("$v")
+  n=$(basename "$v")
+  names+=("${n%.diff}")
+  variants+=("$v")
 done
 
 for ((r = 1; r <= rounds; r++)); do
   for i in "${!names[@]}"; do
     name=${names[$i]}
     restore
-    (cd "${dirs[$i]}" && find . -type f -exec cp {} "$OLDPWD/{}" \;)
+    if [[ -n ${variants[$i]} ]] && ! apply "${variants[$i]}"; then
+      echo "$name: could not be applied"
+      continue
+    fi
     if ! cmake --build "$B" -j "${DSA_JOBS:-16}" --target test_gpu >"$dir/$name.build.log" 2>&1; then
       echo "$name: build failed ($dir/$name.build.log)"
       continue
