@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# tools/device-variants.sh in a scratch git repository, with a stand-in cmake (it records the
+# tree each build sees) and a stand-in test_gpu (it writes a timing table naming the tree's
+# marker): a folder variant and a patch variant each build with their own files and only those,
+# a file a variant adds is gone afterwards, the tree is restored, the summary holds every
+# variant's rows, and a patch that does not apply is refused before anything runs.
+# Usage: test_device_variants.sh SOURCE_DIR
+set -uo pipefail
+src=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v git >/dev/null || { echo "git not found: skipped"; exit 77; }
+
+repo=$tmp/repo
+mkdir -p "$repo/tools" "$repo/gpu" "$tmp/build/tests" "$tmp/bin"
+cp "$src/tools/device-variants.sh" "$repo/tools/"
+echo "marker tree" >"$repo/gpu/kernel.cu"
+echo "helper tree" >"$repo/gpu/helper.cuh"
+(cd "$repo" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm tree) ||
+  fail "could not set up the scratch repository"
+
+# Variant "folder": kernel.cu replaced, a new file added.
+mkdir -p "$tmp/folder/gpu/extra"
+echo "marker folder" >"$tmp/folder/gpu/kernel.cu"
+echo "new" >"$tmp/folder/gpu/extra/new.cuh"
+# Variant "patch": helper.cuh changed, as a diff with a header line.
+(cd "$repo" && echo "helper patch" >gpu/helper.cuh && { echo "An attempt's header."; echo; git diff; } >"$tmp/patch.diff" &&
+  git checkout -q gpu/helper.cuh) || fail "could not write the patch"
+
+cat >"$tmp/bin/cmake" <<'STUB'
+#!/usr/bin/env bash
+{ cat gpu/kernel.cu gpu/helper.cuh; ls gpu/extra 2>/dev/null; echo ---; } >>"$STATES"
+STUB
+cat >"$tmp/build/tests/test_gpu" <<'STUB'
+#!/usr/bin/env bash
+echo "| gpu-sparse/k | 24 | 1 | $(cut -d' ' -f2 gpu/kernel.cu)-$(cut -d' ' -f2 gpu/helper.cuh) |" >"$DSA_CHECK_TABLE"
+STUB
+chmod +x "$tmp/bin/cmake" "$tmp/build/tests/test_gpu"
+
+export STATES=$tmp/states.txt PATH=$tmp/bin:$PATH
+(cd "$repo" && OUT=$tmp/out DSA_BUILD_DIR=$tmp/build DSA_VARIANT_ROUNDS=1 tools/device-variants.sh "$tmp/folder" "$tmp/patch.diff") \
+  >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; fail "device-variants exited $?"; }
+
+expected='marker tree
+helper tree
+---
+marker folder
+helper tree
+new.cuh
+---
+marker tree
+helper patch
+---'
+[[ $(cat "$STATES") == "$expected" ]] || { cat "$STATES"; fail "a build saw the wrong files"; }
+summary=$(grep -F "gpu-sparse/k" "$tmp/out/variants/summary.md")
+for row in tree-tree folder-tree tree-patch; do
+  grep -q -- "| $row |" <<<"$summary" || fail "the summary lacks the row $row"
+done
+grep -q "== patch, round 1" "$tmp/out/variants/summary.md" || fail "the patch variant is not named after its file"
+[[ $(cd "$repo" && git status --porcelain) == "" ]] || { (cd "$repo" && git status --short); fail "the tree was not restored"; }
+
+# A patch that does not apply: refused, exit 2, no build.
+: >"$STATES"
+echo "not a patch for this tree" >"$tmp/bad.diff"
+printf 'diff --git a/gpu/none.cu b/gpu/none.cu\n--- a/gpu/none.cu\n+++ b/gpu/none.cu\n@@ -1 +1 @@\n-a\n+b\n' >>"$tmp/bad.diff"
+rc=0
+(cd "$repo" && OUT=$tmp/out2 DSA_BUILD_DIR=$tmp/build tools/device-variants.sh "$tmp/bad.diff") >"$tmp/bad.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] || { cat "$tmp/bad.log"; fail "a patch that does not apply: exit $rc, expected 2"; }
+[[ ! -s $STATES ]] || fail "a patch that does not apply still built"
+echo "ok"
