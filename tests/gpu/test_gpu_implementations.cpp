@@ -168,7 +168,7 @@ float head_score(const int8_t* q, const uint8_t* qs, const int8_t* k, const uint
 // two values far apart in magnitude drops the smaller one (a tiny product next to a chain value:
 // row 3's weights of 2^-81 give such pairs 68 binades apart); TwoSum keeps what it dropped, and
 // that error decides a rounding the sum alone would see as a tie. Subnormal bf16 steps are 2^-133.
-uint16_t bf16_exact(long double x, long double y = 0) {
+uint16_t bf16_exact(long double x, long double y) {
   const long double s = x + y, bb = s - x;
   const long double err = (x - (s - bb)) + (y - bb);  // x + y == s + err exactly
   if (s == 0) return std::signbit(s) ? 0x8000 : 0;
