@@ -644,7 +644,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   time("block_amax", &source, 0, amax_bytes(source, sum_blocks), [&] { portable_amax(source, all); });
 
   poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
-  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth_.get());
+  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch));
   // The tail table: the published rows of the tail rows, after the selected rows' (one table).
   if (ntail > 0) gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, blocks_.get() + int64_t(nsel) * kTopkBlocks);
   if (checks_)
@@ -653,7 +653,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
                   "block_topk");
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4,
        [&] {
-         launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth_.get());
+         launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch));
        });
   published_ = true;
   own_topk(batch, source);
@@ -668,7 +668,7 @@ void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
   auto amax = [&](const Chunk& c) { portable_amax(source, c); };
   auto block_topk = [&](const Chunk& c) {
     launch_block_topk(keys_.get(), ld_keys_, sel_len_.get() + c.first, c.count, max_len_,
-                      blocks_.get() + int64_t(c.first) * kTopkBlocks, level_kth_.get() + c.first);
+                      blocks_.get() + int64_t(c.first) * kTopkBlocks, level_kth(batch, c.first));
   };
   auto own = [&](const Chunk& c) {
     launch_own_topk(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, k, level_kth_.get() + c.first,

@@ -112,6 +112,11 @@ class GpuEngine : public Implementation {
   double amax_bytes(const Layer& layer, int64_t sum_blocks) const;
   void check_keys(const Chunk& c);
   void publish_chunked(const Batch& batch, const Layer& source);
+  // Where level one reports its k-th block keys from row `first` on: only at topk 2048, where the
+  // own top-k's check reads them (launch_own_topk); below it, nowhere (no kth pass).
+  uint32_t* level_kth(const Batch& batch, int first = 0) {
+    return batch.topk >= kTopkBlocks ? level_kth_.get() + first : nullptr;
+  }
   template <class Amax, class BlockTopk, class Own, class Run>
   void time_chunked(const Layer& source, int n, int k, const Amax& amax, const BlockTopk& block_topk,
                     const Own& own, const Run& run);

@@ -132,6 +132,7 @@ struct SelectSmem {
 // most k keys. NoKth reports nothing.
 struct NoKth {
   static constexpr bool kUsed = false;
+  __device__ bool wanted() const { return false; }
   __device__ void picked(int, uint32_t) const {}
   __device__ void took_all(int) const {}
 };
@@ -181,7 +182,8 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
   }
   const uint32_t T = exact ? s.prefix - 1 : s.prefix;
   if constexpr (Kth::kUsed) {
-    const uint32_t kth_value = kth_key(key, T, exact, sm);
+    // kth_key costs a pass over the keys and a barrier on exact rows: only when the report wants it.
+    const uint32_t kth_value = kth.wanted() ? kth_key(key, T, exact, sm) : T;
     if (threadIdx.x == 0) kth.picked(row, kth_value);
   }
   // Placement: bit c of `greater` / `tie` says column first + c is > T / == T (ties only below n).

@@ -32,6 +32,7 @@ struct DenseRowsListed {
 struct StoreKth {
   static constexpr bool kUsed = true;
   uint32_t* out;
+  __device__ bool wanted() const { return true; }
   __device__ void picked(int row, uint32_t kth) const { out[row] = kth; }
   __device__ void took_all(int row) const { out[row] = 0u; }  // every block published: never read
 };
@@ -49,6 +50,7 @@ struct OwnCheck {
   int32_t* list;
   int nrows;
   int k;
+  __device__ bool wanted() const { return k >= kTopkBlocks; }  // the k-th key decides nothing below
   __device__ void picked(int row, uint32_t kth) const {
     const bool full = k >= kTopkBlocks && (L[row] + 7) / 8 > kTopkBlocks && !(kth > level_kth[row]);
     list[row] = full ? row : nrows;
