@@ -201,9 +201,10 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
   prepare_keys();
 }
 
-// Selected rows of the sparse path's source layer scored at once: about 1 GiB of fp32 dense
-// scores (chunk-256k: 1024 of 16384 rows). DSA_SOURCE_CHUNK_ROWS sets it (the GPU tests use
-// small chunks on small batches).
+// Selected rows of the sparse path's source layer scored at once: about 2 GiB of fp32 dense
+// scores (chunk-256k: 2048 of 16384 rows; 1 GiB chunks cost 1.2 ms more a chunk-256k step, twice
+// the launches of each source kernel, and peaked at 2.64 GiB against 3.76: session 13's device
+// run). DSA_SOURCE_CHUNK_ROWS sets it (the GPU tests use small chunks on small batches).
 namespace {
 int source_chunk_rows(int nsel, int64_t ld) {
   const int all = std::max(nsel, 1);
@@ -211,7 +212,7 @@ int source_chunk_rows(int nsel, int64_t ld) {
     const int rows = std::atoi(env);
     if (rows > 0) return std::min(rows, all);
   }
-  constexpr int64_t kChunkBytes = int64_t(1) << 30;
+  constexpr int64_t kChunkBytes = int64_t(2) << 30;
   return int(std::clamp<int64_t>(kChunkBytes / (ld * int64_t(sizeof(float))), 1, all));
 }
 }  // namespace
