@@ -271,13 +271,12 @@ __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, const PackedVect
   }
 }
 
-// Whether bf16(w) * scale (scale = 2^(base-128), the head's fast-path scale) is a bf16 value
-// exactly: zero, or normal and finite. The sparse wgmma kernel folds the head's scale into its
-// weight (sparse_wgmma.cu), so split rows must have it for every head.
-__device__ bool folds_into_weight(float w, float scale) {
-  const float wb = bf16_value(soft_bf16_rne(w));
+// Whether the folded weight f = wb * scale (wb = bf16(w), scale = 2^(base-128), the head's
+// fast-path scale) is a bf16 value exactly: zero, or normal and finite. The sparse wgmma kernel
+// folds the head's scale into its weight (sparse_wgmma.cu), so split rows must have it for every
+// head.
+__device__ bool folds_into_weight(float wb, float f, float scale) {
   if (wb == 0.0f) return true;
-  const float f = wb * scale;
   return isfinite(f) && fabsf(f) >= 0x1p-126f && f / scale == wb;
 }
 
@@ -289,9 +288,8 @@ __device__ bool folds_into_weight(float w, float scale) {
 // 2^23 2^53, times sk <= 2^45, stay below 2^127). sparse_wgmma.cu, "the key scale last".
 constexpr int kScaleLastMinExp = -81, kScaleLastMaxExp = 52;
 
-// Whether the row's folded weights (this lane's head: bf16(w) * scale) lie in that range.
-__device__ bool weights_scale_last(float w, float scale) {
-  const float f = bf16_value(soft_bf16_rne(w)) * scale;
+// Whether the row's folded weights (this lane's head: f = bf16(w) * scale) lie in that range.
+__device__ bool weights_scale_last(float f) {
   const int e = f != 0.0f && isfinite(f) ? ilogbf(f) : 0;
   return __reduce_min_sync(0xFFFFFFFFu, e) >= kScaleLastMinExp && __reduce_max_sync(0xFFFFFFFFu, e) <= kScaleLastMaxExp;
 }
@@ -314,10 +312,11 @@ __global__ void __launch_bounds__(32) query_prep_kernel(QueryPrepArgs a) {
   const float scale = x.fast_scale(12);
   a.qscale[dst] = scale;
   int doubled = -1;
-  const bool split = split_vector(q, x, shifted, a.qmul + dst, &doubled) && folds_into_weight(a.weights[dst], scale);
+  const float wb = bf16_value(soft_bf16_rne(a.weights[dst])), wf = wb * scale;  // the folded weight w'
+  const bool split = split_vector(q, x, shifted, a.qmul + dst, &doubled) && folds_into_weight(wb, wf, scale);
   flush_rows(tile[0], a.qsplit + int64_t(i) * 4096);
   const bool all_fast = __all_sync(0xFFFFFFFFu, scale != 0.0f);
-  const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split) && weights_scale_last(a.weights[dst], scale);
+  const bool all_split = __all_sync(0xFFFFFFFFu, scale != 0.0f && split) && weights_scale_last(wf);
   // The doubled group, if any head has one: the same group for every such head (one k-step).
   const int dmax = __reduce_max_sync(0xFFFFFFFFu, doubled + 1) - 1;
   const int dmin = __reduce_min_sync(0xFFFFFFFFu, doubled >= 0 ? doubled : 3);
