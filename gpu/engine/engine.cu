@@ -202,9 +202,10 @@ void GpuEngine::begin(const Batch& batch, const RunOptions& options, Results& ou
 }
 
 // Selected rows of the sparse path's source layer scored at once: about 2 GiB of fp32 dense
-// scores (chunk-256k: 2048 of 16384 rows; 1 GiB chunks cost 1.2 ms more a chunk-256k step, twice
-// the launches of each source kernel, and peaked at 2.64 GiB against 3.76: session 13's device
-// run). DSA_SOURCE_CHUNK_ROWS sets it (the GPU tests use small chunks on small batches).
+// scores (chunk-256k: 2048 of 16384 rows; 1 GiB chunks took 1.2 ms more a chunk-256k step, with
+// twice the launches of each source kernel, and peaked at 2.64 GiB against 3.76: run 102 in
+// bench/results/h200.md). DSA_SOURCE_CHUNK_ROWS sets it (the GPU tests use small chunks on small
+// batches).
 namespace {
 int source_chunk_rows(int nsel, int64_t ld) {
   const int all = std::max(nsel, 1);
