@@ -20,7 +20,8 @@
 // copies into the async proxy; wgmma starts once the four warps arrive). The keys never pass
 // through registers: no shared loads, 16 fewer registers. A CTA is one warpgroup, four CTAs an SM,
 // so a step's shared addresses and descriptors are uniform. wgmma runs the int8 rate at N = 32
-// (bench/micro/mma_rate.cu, run 52: 1.9 POPS against mma.sync's 1.27).
+// (bench/micro/mma_rate.cu, run 52: 1.9 POPS against mma.sync's 1.27). Steps run in pairs: one
+// wait, fence, vote and store test for two steps' wgmma (run_pair).
 //
 // Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
 // + 8j) are the heads t, t+4, ..., t+28 of chain lane t, in chain order, for its two keys (rows g
@@ -60,8 +61,8 @@ using namespace sparse_slow;
 // CTA, run 89's step moved both descriptors of each wgmma there: 16 R2UR).
 constexpr int kGroups = 1;
 constexpr int kCtasPerSm = 4 / kGroups;  // 16 warps an SM, 128 registers a thread
-constexpr int kUnits = 4;                // ring depth in steps (a power of two)
-// The staged list's padding: steps run in fours and read kUnits - 1 steps ahead, 8 entries a step.
+constexpr int kUnits = 4;                // ring depth in steps: two pairs
+// The staged list's padding: steps run in fours and read up to kUnits - 1 steps ahead, 8 entries a step.
 constexpr int kIdsPad = 8 * (2 * kUnits);
 static_assert(8 * ((kTopkBlocks / 8 + kUnits - 1) / kUnits * kUnits + kUnits - 1) <= kTopkBlocks + kIdsPad,
               "the list's padding covers the last iteration's lookahead");
@@ -196,15 +197,18 @@ __device__ __forceinline__ void cp_scale(unsigned ring, const float* src) {
   asm volatile("cp.async.ca.shared.global [%0+%2], [%1], 4;" ::"r"(ring), "l"(src), "n"(kDst));
 }
 
-// Starts copying this warp's two blocks of one step (ids, from the staged list) into ring slot
-// kSlot; one commit group, no branch (the list's padding repeats a block of the row).
+// Starts copying this warp's blocks of two steps (slots kSlot, kSlot + 1) into the ring; one
+// commit group, no branch (the list's padding repeats a block of the row).
 template <int kSlot>
-__device__ __forceinline__ void request_step(const StepCopy& c, int2 ids) {
+__device__ __forceinline__ void request_pair(const StepCopy& c, int2 i0, int2 i1) {
   static_assert(kKeyBlockBytes == 1024, "records 1 KB apart, halves 512 bytes apart");
   constexpr unsigned o = unsigned(kSlot) * unsigned(kTileBytes);
-  cp_record<o>(c.ring, c.frag + int64_t(ids.x) * kKeyBlockBytes);
-  cp_record<o + 1024>(c.ring, c.frag + int64_t(ids.y) * kKeyBlockBytes);
-  cp_scale<unsigned(kSlot * sizeof(GroupSmem::scale[0]))>(c.ring_scale, c.scale + int64_t(c.second ? ids.y : ids.x) * 8);
+  cp_record<o>(c.ring, c.frag + int64_t(i0.x) * kKeyBlockBytes);
+  cp_record<o + 1024>(c.ring, c.frag + int64_t(i0.y) * kKeyBlockBytes);
+  cp_record<o + kTileBytes>(c.ring, c.frag + int64_t(i1.x) * kKeyBlockBytes);
+  cp_record<o + kTileBytes + 1024>(c.ring, c.frag + int64_t(i1.y) * kKeyBlockBytes);
+  cp_scale<unsigned(kSlot * sizeof(GroupSmem::scale[0]))>(c.ring_scale, c.scale + int64_t(c.second ? i0.y : i0.x) * 8);
+  cp_scale<unsigned((kSlot + 1) * sizeof(GroupSmem::scale[0]))>(c.ring_scale, c.scale + int64_t(c.second ? i1.y : i1.x) * 8);
   cp_async_commit();
 }
 
@@ -255,22 +259,9 @@ struct StepCtx {
   int doubled;       // that group (-1: none); its A is 2 * doubled further into the tile
 };
 
-// Step u = u0 + kSlot of a row (ring slot kSlot: u0 is a multiple of kUnits, so every ring and
-// list offset is an immediate): waits for its copies, starts those of step u + kUnits - 1 into
-// the slot step u - 1 used, scores this warp's two blocks and stores their fast keys.
-// out and room: c.out and c.room moved to step u0, so a step's stores take immediate offsets.
+// The k-steps of one tile (ring slot kSlot) into da, db.
 template <int kSlot, bool kDoubled>
-__device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
-  constexpr int kAhead = kSlot + kUnits - 1;
-  const int lane = threadIdx.x & 31, t = lane & 3;
-  const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
-  const int2 ahead = lds64i(ids + kAhead * 32);
-  cp_async_wait<kUnits - 2>();  // this step has landed (the next kUnits - 2 may not)
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's copies, for wgmma
-  __syncwarp();                 // the scales: lanes read what other lanes copied
-  const float2 sk = lds64f(c.scale + unsigned(kSlot * sizeof(GroupSmem::scale[0])));
-  int da[16], db[16];
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+__device__ __forceinline__ void tile_mma(const StepCtx& c, int (&da)[16], int (&db)[16]) {
   // Descriptor addresses count 16 bytes: +2 is the next 32 bytes of K, a slot 512.
   constexpr int kA = kSlot * kTileBytes / 16;
   wgmma_keys<0, kA, 0>(da, c.da, c.dq);
@@ -278,14 +269,13 @@ __device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, i
   wgmma_keys<1, kA + 4, 4>(da, c.da, c.dq);
   if (kDoubled) wgmma_keys<1, kA, 0>(da, c.da + 2u * unsigned(c.doubled), c.dqd);  // the doubled group again
   wgmma_keys<0, kA + 6, 6>(db, c.da, c.dq);
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  request_step<kAhead % kUnits>(c.copy, ahead);
-  const uint32_t sk2 = __byte_perm(__float_as_uint(sk.x), __float_as_uint(sk.y), 0x7632);
-  const bool fast0 = __all_sync(0xFFFFFFFFu, sk.x != 0.0f), fast1 = __all_sync(0xFFFFFFFFu, sk.y != 0.0f);
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  pin(da);
-  pin(db);
-  const uint32_t sc = chain_scores(da, db, r, sk2);  // key g of block 2w (low half), of block 2w + 1 (high)
+}
+
+// Stores tile kSlot's two fast keys of this lane (sc: key g low half, g + 8 high half).
+template <int kSlot>
+__device__ __forceinline__ void store_tile(const StepCtx& c, int u0, uint16_t* out, int room, uint32_t sc, bool fast0,
+                                           bool fast1) {
+  const int t = threadIdx.x & 3;
   if (t == 0 && fast0 && room - 64 * kSlot >= 1) out[64 * kSlot] = uint16_t(sc & 0xFFFFu);
   if (t == 0 && fast1 && room - 64 * kSlot >= 9) out[64 * kSlot + 8] = uint16_t(sc >> 16);
   if (!(fast0 && fast1)) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
@@ -293,6 +283,44 @@ __device__ __forceinline__ void run_step(const StepCtx& c, const RowConsts& r, i
     mark_slow((fast0 ? 1u : 0u) | (fast1 ? 2u : 0u), 8 * (u0 + kSlot) + 2 * w, c.nb,
               c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
   }
+}
+
+// Steps u0 + kSlot and u0 + kSlot + 1 of a row (ring slots kSlot, kSlot + 1; u0 a multiple of
+// kUnits, so every ring and list offset is an immediate): starts the copies of the next two steps
+// into the other two slots (the last pair's, whose wgmma has completed), waits for its own, scores
+// this warp's four blocks and stores their fast keys. Two steps a wait: the step's fixed work (the
+// waits, the fence, the votes, the store tests) is shared by 32 keys, not 16. Runs 107-108: 5.19-5.40
+// ms a consumer against 5.38-5.59 one step at a time (about 30 % fewer instructions a key, 3 %
+// less time: the step is not issue-bound). out and room: c.out and c.room moved to step u0, so a
+// step's stores take immediate offsets.
+template <int kSlot, bool kDoubled>
+__device__ __forceinline__ void run_pair(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
+  constexpr int kNext = (kSlot + 2) % kUnits;
+  const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
+  request_pair<kNext>(c.copy, lds64i(ids + (kSlot + 2) * 32), lds64i(ids + (kSlot + 3) * 32));
+  cp_async_wait<1>();  // this pair has landed (the one just requested may not)
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's copies, for wgmma
+  __syncwarp();                 // the scales: lanes read what other lanes copied
+  const float2 sk0 = lds64f(c.scale + unsigned(kSlot * sizeof(GroupSmem::scale[0])));
+  const float2 sk1 = lds64f(c.scale + unsigned((kSlot + 1) * sizeof(GroupSmem::scale[0])));
+  int da0[16], db0[16], da1[16], db1[16];
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  tile_mma<kSlot, kDoubled>(c, da0, db0);
+  tile_mma<kSlot + 1, kDoubled>(c, da1, db1);
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  const uint32_t sk20 = __byte_perm(__float_as_uint(sk0.x), __float_as_uint(sk0.y), 0x7632);
+  const uint32_t sk21 = __byte_perm(__float_as_uint(sk1.x), __float_as_uint(sk1.y), 0x7632);
+  const bool f00 = __all_sync(0xFFFFFFFFu, sk0.x != 0.0f), f01 = __all_sync(0xFFFFFFFFu, sk0.y != 0.0f);
+  const bool f10 = __all_sync(0xFFFFFFFFu, sk1.x != 0.0f), f11 = __all_sync(0xFFFFFFFFu, sk1.y != 0.0f);
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  pin(da0);
+  pin(db0);
+  pin(da1);
+  pin(db1);
+  const uint32_t sc0 = chain_scores(da0, db0, r, sk20);
+  const uint32_t sc1 = chain_scores(da1, db1, r, sk21);
+  store_tile<kSlot>(c, u0, out, room, sc0, f00, f01);
+  store_tile<kSlot + 1>(c, u0, out, room, sc1, f10, f11);
 }
 
 // The row's steps, kUnits an iteration. kDoubled: the row has a doubled group. A template flag, not
@@ -306,10 +334,8 @@ __device__ __forceinline__ void step_loop(const StepCtx& c, const RowConsts& r, 
     // Opaque: else the compiler rebuilds each store's 64-bit address from the row's base (run 90's
     // SASS: about 12 instructions a step).
     asm volatile("" : "+l"(out));
-    run_step<0, kDoubled>(c, r, u0, out, room);
-    run_step<1, kDoubled>(c, r, u0, out, room);
-    run_step<2, kDoubled>(c, r, u0, out, room);
-    run_step<3, kDoubled>(c, r, u0, out, room);
+    run_pair<0, kDoubled>(c, r, u0, out, room);
+    run_pair<2, kDoubled>(c, r, u0, out, room);
   }
 }
 
@@ -340,9 +366,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
   c.doubled = doubled;
   const int nsteps = (j.nb + 7) / 8;
   static_assert(kUnits == 4, "run_step's slots below");
-  request_step<0>(c.copy, lds64i(c.ids));
-  request_step<1>(c.copy, lds64i(c.ids + 32));
-  request_step<2>(c.copy, lds64i(c.ids + 64));
+  request_pair<0>(c.copy, lds64i(c.ids), lds64i(c.ids + 32));
   if (c.doubled >= 0)
     step_loop<true>(c, r, nsteps);
   else
