@@ -15,6 +15,9 @@ namespace {
 constexpr int kChunk = 8192;
 constexpr int kCols = kWgmmaTileRows * 32;
 constexpr int kRowPad = 36;
+// Weight vectors (float4) of the epilogue loaded before the step's last wgmma wait, off the
+// epilogue's path: two fit in 128 registers (four spill 8 bytes and ran 4 % slower, run 109).
+[[maybe_unused]] constexpr int kEarlyWeights = 2;
 
 // B (the queries) in shared memory in wgmma's 128-byte swizzled K-major layout: rows of 128
 // bytes (the whole K), 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024
@@ -28,6 +31,8 @@ struct __align__(1024) WgmmaSmem {
   // fall in different banks.
   float w[kWgmmaTileRows][kRowPad];       // w''
   int mul[3][kWgmmaTileRows][kRowPad];    // [point]: 2^m before position point + 1's k-step
+  // The exponents m before group 3 (point 2), four a word: head h in byte h % 4 of word h / 4.
+  uint32_t mexp[kWgmmaTileRows][8];
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -93,6 +98,7 @@ __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmm
   sm.w[r][h] = w;
 #pragma unroll
   for (int p = 0; p < 3; ++p) sm.mul[p][r][h] = 1 << multiplier_exponent(m, p);
+  reinterpret_cast<uint8_t*>(sm.mexp[r])[h] = uint8_t(multiplier_exponent(m, 2));
   const bool early = __syncthreads_or(multiplies_early(m)) != 0;
   const bool late = __syncthreads_or(multiplies(m)) != 0;
   return {early ? 2 : late ? 1 : 0, plan_order(a.qw_mul[int64_t(rows[0]) * 32])};
@@ -118,14 +124,39 @@ __device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int
   }
 }
 
+// x << (amt & 31) (x * 2^amt, as IMAD would: the route's bounds keep it in range): the funnel
+// shift reads only the amount's low five bits, so a packed word's low byte needs no mask.
+__device__ __forceinline__ int shl_low5(int x, uint32_t amt) {
+  int r;
+  asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(0), "r"(x), "r"(amt));
+  return r;
+}
+
+// The multiply before group 3 as shifts by the packed exponents (mx: sm.mexp[t], held in 8
+// registers for the whole block): no shared loads in the step, where the 32 multipliers of
+// apply_mul cost 8 LDS.128 whose latency the multiply waited for (run 107's profile: the L1/shared
+// pipe 87 % busy, short scoreboard 32 % of the stalls; runs 108-109: 45.7-45.8 ms against
+// 46.5-46.8).
+__device__ __forceinline__ void apply_shift(int (&d)[64], const uint32_t (&mx)[8]) {
+#pragma unroll
+  for (int c = 0; c < 8; ++c)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t amt = i == 0 ? mx[c] : mx[c] >> (8 * i);
+      d[acc(4 * c + i, 0)] = shl_low5(d[acc(4 * c + i, 0)], amt);
+      d[acc(4 * c + i, 1)] = shl_low5(d[acc(4 * c + i, 1)], amt);
+    }
+}
+
 // relu(S) as the float x = S * 2^-149 and the reference's sum over heads with the pre-scaled
 // weights: four chains a_c over heads c + 4 k (k ascending), then (a0 + a2) + (a1 + a3).
-__device__ __forceinline__ void scores(const int (&d)[64], const WgmmaSmem& sm, int t, float (&res)[2]) {
-  const float4* w4 = reinterpret_cast<const float4*>(sm.w[t]);
+__device__ __forceinline__ void scores(const int (&d)[64], const float4 (&early)[kEarlyWeights], const WgmmaSmem& sm,
+                                       float (&res)[2]) {
+  const float4* w4 = reinterpret_cast<const float4*>(sm.w[threadIdx.x & 3]);
   float a[2][4] = {};
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
-    const float4 w = w4[k];
+    const float4 w = k < kEarlyWeights ? early[k] : w4[k];
     const float wk[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
     for (int key = 0; key < 2; ++key)
@@ -214,10 +245,10 @@ __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
 // which launch_dense_wide overwrites along with its block's key, and the only block with
 // positions past the row's end is the newest, whose key is +inf.
 template <bool kWithKeys>
-__device__ __forceinline__ void epilogue(const int (&d)[64], const WgmmaSmem& sm, const Lane& l, int s,
-                                         const float (&scale)[2], float* keys) {
+__device__ __forceinline__ void epilogue(const int (&d)[64], const float4 (&early)[kEarlyWeights], const WgmmaSmem& sm,
+                                         const Lane& l, int s, const float (&scale)[2], float* keys) {
   float res[2];
-  scores(d, sm, threadIdx.x & 3, res);
+  scores(d, early, sm, res);
   const int at = s * kKeys;
   float v[2];
 #pragma unroll
@@ -245,6 +276,18 @@ __device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& 
   wgmma_fence();
 }
 
+// Mode 1's multiply before group 3 (the k-steps issued so far must have completed).
+__device__ __forceinline__ void shift_before_group3(int (&d)[64], uint32_t (&mx)[8]) {
+  wgmma_commit();
+  wgmma_wait();
+  pin(d);
+#pragma unroll
+  for (int c = 0; c < 8; ++c) asm volatile("" : "+r"(mx[c]));  // opaque: the byte extractions stay in the step
+  apply_shift(d, mx);
+  pin(d);
+  wgmma_fence();
+}
+
 // The k-step at position kPos of order kOrder.
 template <int kOrder, int kPos>
 __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t db) {
@@ -258,7 +301,7 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
 // s + 1's keys loaded into the same registers (wgmma has read them) under the epilogue.
 template <int kMode, int kOrder, bool kWithKeys>
 __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, StepKeys& k,
-                                         float* keys) {
+                                         float* keys, uint32_t (&mx)[8]) {
   const int t = threadIdx.x & 3;
   int d[64];
   pin(d);
@@ -268,15 +311,24 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
   kstep<kOrder, 1>(d, k, db);
   if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
   kstep<kOrder, 2>(d, k, db);
-  if constexpr (kMode >= 1) multiply_between(d, sm, 2, t);
+  if constexpr (kMode == 2) multiply_between(d, sm, 2, t);
+  if constexpr (kMode == 1) shift_before_group3(d, mx);
   kstep<kOrder, 3>(d, k, db);
   wgmma_commit();
+  // The first weights loaded while the last k-step runs (kEarlyWeights).
+  float4 w4[kEarlyWeights];
+  const float4* ws = reinterpret_cast<const float4*>(sm.w[t]);
+#pragma unroll
+  for (int i = 0; i < kEarlyWeights; ++i)  // volatile: issued here, before the wait, and used after it
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(w4[i].x), "=f"(w4[i].y), "=f"(w4[i].z), "=f"(w4[i].w)
+                 : "r"(unsigned(__cvta_generic_to_shared(ws + i))));
   wgmma_wait();
   pin(d);
   keep(k);
   const float scale[2] = {k.scale[0], k.scale[1]};
   load_keys(k, l, s + 1);
-  epilogue<kWithKeys>(d, sm, l, s, scale, keys);
+  epilogue<kWithKeys>(d, w4, sm, l, s, scale, keys);
 }
 
 // The steps of one block. kMode (stage_queries): the multiplies a step needs; kOrder: the k-step
@@ -291,7 +343,12 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   asm volatile("" : "+l"(db));  // opaque: held in registers, not rebuilt from the CTA id (run 83: no change)
   StepKeys k;
   load_keys(k, l, 0);
-  for (int s = 0; s < nsteps; ++s) one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, k, a.keys);
+  uint32_t mx[8] = {};  // mode 1's exponents (apply_shift)
+  if constexpr (kMode == 1) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) mx[c] = sm.mexp[threadIdx.x & 3][c];
+  }
+  for (int s = 0; s < nsteps; ++s) one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, k, a.keys, mx);
 }
 
 // The three-multiply steps in the block's k-step order (orders kOrder and up).
