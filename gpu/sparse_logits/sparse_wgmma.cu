@@ -297,6 +297,10 @@ template <int kSlot, bool kDoubled>
 __device__ __forceinline__ void run_pair(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
   constexpr int kNext = (kSlot + 2) % kUnits;
   const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
+  // The last pair's scale reads (other lanes' copies into those slots) before this lane's copies
+  // overwrite them: without it racecheck reported the slots (run 110; the votes in between order
+  // them in practice, but a vote is not a memory barrier).
+  __syncwarp();
   request_pair<kNext>(c.copy, lds64i(ids + (kSlot + 2) * 32), lds64i(ids + (kSlot + 3) * 32));
   cp_async_wait<1>();  // this pair has landed (the one just requested may not)
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's copies, for wgmma
