@@ -290,8 +290,8 @@ __device__ __forceinline__ void store_tile(const StepCtx& c, int u0, uint16_t* o
 // into the other two slots (the last pair's, whose wgmma has completed), waits for its own, scores
 // this warp's four blocks and stores their fast keys. Two steps a wait: the step's fixed work (the
 // waits, the fence, the votes, the store tests) is shared by 32 keys, not 16. Runs 107-108: 5.19-5.40
-// ms a consumer against 5.38-5.59 one step at a time (about 30 % fewer instructions a key, 3 %
-// less time: the step is not issue-bound). out and room: c.out and c.room moved to step u0, so a
+// ms a consumer against 5.38-5.59 one step at a time (run 110's profile: 245-259 instructions a
+// pair against 132-154 a step, 8 % fewer in all, for 3 % less time). out and room: c.out and c.room moved to step u0, so a
 // step's stores take immediate offsets.
 template <int kSlot, bool kDoubled>
 __device__ __forceinline__ void run_pair(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
