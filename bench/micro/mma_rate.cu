@@ -50,6 +50,11 @@ __global__ void imma_kernel(int* sink) {
 #define HAVE_WGMMA 1
 #endif
 
+// A shared-memory matrix descriptor: 128-byte swizzle, 1024-byte stride between 8-row groups.
+__device__ __forceinline__ uint64_t smem_desc(unsigned addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
 __device__ __forceinline__ void wgmma_rs(int (&d)[16], const uint32_t (&a)[4], uint64_t db) {
 #ifdef HAVE_WGMMA
   asm volatile(
@@ -68,8 +73,7 @@ __global__ void __launch_bounds__(128) wgmma_rs_kernel(int* sink) {
   for (int i = threadIdx.x; i < 32 * 128 / 4; i += 128) reinterpret_cast<uint32_t*>(b)[i] = hash(i + blockIdx.x);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  const uint32_t addr = unsigned(__cvta_generic_to_shared(b));
-  const uint64_t db = uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  const uint64_t db = smem_desc(unsigned(__cvta_generic_to_shared(b)));
   uint32_t a[4];
   for (int i = 0; i < 4; ++i) a[i] = hash(threadIdx.x * 4 + i + blockIdx.x * 977);
   int d[kSets][16] = {};
@@ -93,22 +97,16 @@ __global__ void __launch_bounds__(128) wgmma_rs_kernel(int* sink) {
 
 constexpr int kSsTileBytes = 8192;  // A: 64 keys x 128 bytes, the kernel's step tile
 
-// d (+)= A * B, both by descriptor (128-byte swizzle, 1024-byte stride).
-template <int kAccumulate>
+// d += A * B, both by descriptor.
 __device__ __forceinline__ void wgmma_ss(int (&d)[16], uint64_t da, uint64_t db) {
 #ifdef HAVE_WGMMA
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15}, %16, %17, p;\n}\n"
+      "%13, %14, %15}, %16, %17, 1;\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
         "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "l"(da), "l"(db), "n"(kAccumulate));
+      : "l"(da), "l"(db));
 #endif
-}
-
-__device__ __forceinline__ uint64_t smem_desc(unsigned addr) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
 // src: kSrcWords random uint4 in global memory (L2-resident), the copies' source.
@@ -143,10 +141,10 @@ __global__ void __launch_bounds__(128) wgmma_ss_kernel(const uint4* src, int* si
     }
     const uint64_t a = da + uint64_t((it & 3) * (kSsTileBytes / 16));
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    wgmma_ss<1>(d0, a, db);
-    wgmma_ss<1>(d0, a + 2, db + 2);
-    wgmma_ss<1>(d0, a + 4, db + 4);
-    wgmma_ss<1>(d1, a + 6, db + 6);
+    wgmma_ss(d0, a, db);
+    wgmma_ss(d0, a + 2, db + 2);
+    wgmma_ss(d0, a + 4, db + 4);
+    wgmma_ss(d1, a + 6, db + 6);
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   }

@@ -289,10 +289,10 @@ __device__ __forceinline__ void store_tile(const StepCtx& c, int u0, uint16_t* o
 // kUnits, so every ring and list offset is an immediate): starts the copies of the next two steps
 // into the other two slots (the last pair's, whose wgmma has completed), waits for its own, scores
 // this warp's four blocks and stores their fast keys. Two steps a wait: the step's fixed work (the
-// waits, the fence, the votes, the store tests) is shared by 32 keys, not 16. Runs 107-108: 5.19-5.40
-// ms a consumer against 5.38-5.59 one step at a time (run 110's profile: 245-259 instructions a
-// pair against 132-154 a step, 8 % fewer in all, for 3 % less time). out and room: c.out and c.room moved to step u0, so a
-// step's stores take immediate offsets.
+// waits, the fence, the votes, the store tests) is shared by 32 keys, not 16. Runs 107-108:
+// 5.19-5.40 ms a consumer against 5.38-5.59 one step at a time (run 110's profile: 245-259
+// instructions a pair against 132-154 a step, 8 % fewer in all, for 3 % less time). out and room:
+// c.out and c.room moved to step u0, so a step's stores take immediate offsets.
 template <int kSlot, bool kDoubled>
 __device__ __forceinline__ void run_pair(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
   constexpr int kNext = (kSlot + 2) % kUnits;
@@ -369,7 +369,7 @@ __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j
   c.dqd = desc_lo(sm.qd);
   c.doubled = doubled;
   const int nsteps = (j.nb + 7) / 8;
-  static_assert(kUnits == 4, "run_step's slots below");
+  static_assert(kUnits == 4, "run_pair's slots below");
   request_pair<0>(c.copy, lds64i(c.ids), lds64i(c.ids + 32));
   if (c.doubled >= 0)
     step_loop<true>(c, r, nsteps);
