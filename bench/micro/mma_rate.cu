@@ -8,8 +8,10 @@
 //     (a ring of four 8 KB A tiles, three k-steps into one accumulator and one into another a
 //     step), without and with each thread copying its 64 bytes of the tile three steps ahead by
 //     cp.async (the kernel's shared-memory writes). At N = 32 an SS instruction reads 3 KB of
-//     shared memory for 131072 ops, more bytes per op than any other shape here: whether that,
-//     not the tensor rate, bounds the kernel's wgmma is what these lines say (not yet run).
+//     shared memory for 131072 ops, more bytes per op than any other shape here. Run 112: RS
+//     1.92 POPS, SS 1.28 (the shared reads bound it), SS with the copies 0.21 (each step waits for
+//     copies issued two steps before: L2 latency, not bandwidth); the sparse wgmma kernel has
+//     taken A from registers since.
 // Prints TOPS and int8 ops per SM cycle (clock 1980 MHz) for each. Operands are random bytes.
 // Build (repo root): nvcc -O3 -I. -gencode arch=compute_90a,code=sm_90a bench/micro/mma_rate.cu
 #include <cstdint>

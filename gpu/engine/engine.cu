@@ -401,13 +401,13 @@ void GpuEngine::prepare_keys() {
   if (key_records()) {
     const auto layouts = record_layouts();
     auto used = [](const auto& layout) { return layout.second ? layout.first->get() : nullptr; };
-    const KeyRecordOut out{used(layouts[0]), used(layouts[1]), used(layouts[2]), kbscale_.get()};
+    const KeyRecordOut out{used(layouts[0]), used(layouts[1]), kbscale_.get()};
     auto blocks = [&] {
       launch_key_blocks(ks_.get(), kscale_.get(), req_start_.get(), req_len_.get(), req_blk_.get(), nreq_, max_lc_,
                         out);
     };
     blocks();
-    const int copies = int(layouts[0].second) + int(layouts[1].second) + int(layouts[2].second);
+    const int copies = int(layouts[0].second) + int(layouts[1].second);
     time("key_blocks", nullptr, 0, double(ncols_) * (128 + 4) * (1 + copies), blocks);  // read once, a copy each
   }
 }
@@ -772,7 +772,7 @@ void GpuEngine::select_sparse(const Batch& batch, const Layer& layer, const RunO
   SparseLogitsArgs a{pool_.get(), page_size_, table_.get(), table_width_, qs_.get(), qr_.get(),
                      qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(), qmul_.get(), qdouble_.get(),
                      slot.row_split.get(), slot.weights.get(), sel_len_.get(),
-                     sel_req_.get(), req_blk_.get(), kbfrag_.get(), kswz_.get(), kbscale_.get(), table_rows_.get(),
+                     sel_req_.get(), req_blk_.get(), kbfrag_.get(), kdfrag_.get(), kbscale_.get(), table_rows_.get(),
                      blocks_.get(), valid_len_.get(), n, slot.route_order.get(), slot.n_split, use_sparse_wgmma_ ? 1 : 0,
                      sparse_.get()};
   poison(sparse_.get(), kPoisonByteFloat, size_t(n) * kCandidateWidth * sizeof(uint16_t));

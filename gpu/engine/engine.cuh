@@ -177,14 +177,11 @@ class GpuEngine : public Implementation {
   // consumer layers and the dense wgmma kernel; req_blk_ [nreq] the block of each request's
   // position 0.
   bool key_records() const { return path_ == PathKind::sparse || use_wgmma_; }
-  DeviceBuffer<int8_t> kbfrag_, kdfrag_, kswz_;  // gpu-sparse's records, the dense wgmma kernel's, the sparse one's
+  DeviceBuffer<int8_t> kbfrag_, kdfrag_;  // the mma.sync kernels' records, the wgmma kernels'
   // Each record layout and whether this path reads it, in KeyRecordOut's order: the mma.sync
-  // records (gpu-sparse), the pair order (the dense wgmma kernel), the swizzled key order (the
-  // sparse wgmma kernel).
-  std::array<std::pair<DeviceBuffer<int8_t>*, bool>, 3> record_layouts() {
-    return {{{&kbfrag_, path_ == PathKind::sparse},
-             {&kdfrag_, use_wgmma_},
-             {&kswz_, path_ == PathKind::sparse && use_sparse_wgmma_}}};
+  // records (gpu-sparse), the pair order (the dense and the sparse wgmma kernel).
+  std::array<std::pair<DeviceBuffer<int8_t>*, bool>, 2> record_layouts() {
+    return {{{&kbfrag_, path_ == PathKind::sparse}, {&kdfrag_, use_wgmma_ || (path_ == PathKind::sparse && use_sparse_wgmma_)}}};
   }
   DeviceBuffer<float> kbscale_;
   DeviceBuffer<int64_t> req_blk_;

@@ -40,11 +40,6 @@ __global__ void key_blocks_kernel(const int8_t* ks, const float* kscale, const i
 #pragma unroll
       for (int i = 0; i < 2; ++i) d[(16 * k + pair_slot(g >> 1, t)) * 4 + 2 * i + (g & 1)] = w[2 * k + i];
   }
-  if (out.kswz != nullptr) {  // w[c] holds dims 16 c + 4 t.. of key g: word t of its chunk c
-    uint32_t* d = reinterpret_cast<uint32_t*>(out.kswz + b * kKeyBlockBytes + g * 128);
-#pragma unroll
-    for (int c = 0; c < 8; ++c) d[swizzled_chunk(c, g) * 4 + t] = w[c];
-  }
   if (t == 0) out.kbscale[b * 8 + g] = scale;
 }
 

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/common/swizzle.cuh"
 
 namespace dsa::gpu {
 
@@ -20,9 +19,6 @@ constexpr int kKeyBlockBytes = 1024;
 // A warp whose lanes (g, t) take pair g % 4 of record 2 warp + g / 4 reads 256 contiguous bytes of
 // each of its two records per load, and adjacent keys sit in one lane.
 constexpr int pair_slot(int pair, int t) { return 4 * pair + t; }
-// The sparse wgmma kernel's copy, for wgmma's A from shared memory: key g's 128 bytes in order at
-// g * 128, its 16-byte chunk c stored at swizzled_chunk(c, g) (gpu/common/swizzle.cuh). Copied
-// whole to a 1024-byte-aligned slot, a record is one 8-row group of a K-major A tile.
 // Zero records after the last request's: the dense wgmma kernel reads up to 15 records past a
 // row block's last (the rest of its last step, and the step after it, loaded ahead) rather than
 // clamp each load; their scores are never stored.
@@ -36,7 +32,6 @@ int64_t key_block_starts(const std::vector<int32_t>& req_len, std::vector<int64_
 struct KeyRecordOut {
   int8_t* kbfrag;  // the layout above
   int8_t* kdfrag;  // pair order
-  int8_t* kswz;    // swizzled key order
   float* kbscale;
 };
 // The records and kbscale of every request's blocks from the key prep's shifted keys ks

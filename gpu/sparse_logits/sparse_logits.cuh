@@ -34,7 +34,7 @@ struct SparseLogitsArgs {
   const int32_t* sel_req;  // [nsel] request
   const int64_t* req_blk;  // [nreq] key block of each request's position 0 (key_block_starts)
   const int8_t* kbfrag;    // [blocks][kKeyBlockBytes] launch_key_blocks
-  const int8_t* kswz;      // the same records in key order, swizzled (the wgmma kernel's A tiles)
+  const int8_t* kdfrag;    // the same records in pair order (the wgmma kernel's A, from registers)
   const float* kbscale;    // [blocks][8] fast-path key scale, 0 = slow route
   // The table: n rows, each the selected row rows[i], blocks [n][2048], valid_len [n].
   const int32_t* rows;

@@ -2,7 +2,8 @@
 
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/check.cuh"
-#include "gpu/common/cp_async.cuh"
+#include "gpu/common/cp_async.cuh"  // smem_addr
+#include "gpu/common/swizzle.cuh"
 #include "gpu/common/wgmma_device.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
 #include "gpu/sparse_logits/row_job.cuh"
@@ -12,16 +13,17 @@
 // reference (docs/semantics.md, "Sparse score").
 //
 // One warpgroup scores one table row, 64 candidates (8 blocks) a step: wgmma m64n32k32 with the
-// keys as A and the row's 32 heads as B, both in shared memory. Keys as A is what lets any block
-// of the row's list be a tile row: a block's swizzled record (launch_key_blocks' kswz) copied whole
-// to a 1024-byte-aligned slot is one 8-row group of a K-major A tile with the 128-byte swizzle.
-// Warp w copies the step's blocks 2w and 2w + 1, the tile rows 16w .. 16w + 15 that its own part
-// of the wgmma reads, into the group's ring, so a step needs no barrier (each thread fences its
-// copies into the async proxy; wgmma starts once the four warps arrive). The keys never pass
-// through registers: no shared loads, 16 fewer registers. A CTA is one warpgroup, four CTAs an SM,
-// so a step's shared addresses and descriptors are uniform. wgmma runs the int8 rate at N = 32
-// (bench/micro/mma_rate.cu, run 52: 1.9 POPS against mma.sync's 1.27). Steps run in pairs: one
-// wait, fence, vote and store test for two steps' wgmma (run_pair).
+// keys as A from registers and the row's 32 heads as B in shared memory. Keys as A is what lets
+// any block of the row's list be a tile row: warp w's 16 rows are the step's blocks 2w and 2w + 1,
+// and each lane loads its fragment of them straight from the pair-order records (launch_key_blocks'
+// kdfrag, as the dense wgmma kernel reads them) two steps ahead, one 16-byte load per k-step
+// group. No shared-memory ring, no copies to wait for, no proxy fence and no barrier in the step.
+// At N = 32 wgmma with A in shared memory reaches only 1.28 POPS, two thirds of the register form's
+// 1.92 (bench/micro/mma_rate.cu, run 112), and 0.21 with cp.async writes beside it; the ring and
+// its copies (run 87 to run 111) ran the consumer layer at 5.3-5.4 ms, A from registers at
+// 4.95-5.03 (run 112). A CTA is one warpgroup, four CTAs an SM, so a step's shared addresses and
+// descriptors are uniform. A lane's two keys are adjacent positions of one block: one 32-bit store
+// takes both scores.
 //
 // Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
 // + 8j) are the heads t, t+4, ..., t+28 of chain lane t, in chain order, for its two keys (rows g
@@ -61,33 +63,18 @@ using namespace sparse_slow;
 // CTA, run 89's step moved both descriptors of each wgmma there: 16 R2UR).
 constexpr int kGroups = 1;
 constexpr int kCtasPerSm = 4 / kGroups;  // 16 warps an SM, 128 registers a thread
-constexpr int kUnits = 4;                // ring depth in steps: two pairs
-// The staged list's padding: steps run in fours and read up to kUnits - 1 steps ahead, 8 entries a step.
-constexpr int kIdsPad = 8 * (2 * kUnits);
-static_assert(8 * ((kTopkBlocks / 8 + kUnits - 1) / kUnits * kUnits + kUnits - 1) <= kTopkBlocks + kIdsPad,
-              "the list's padding covers the last iteration's lookahead");
-
-constexpr int kTileBytes = 8 * kKeyBlockBytes;  // a step's A tile: 8 records, 1024-byte aligned
-
-// A group's ring of A tiles; after the steps it stages the slow route's keys, a part a warp.
-union TileRing {
-  uint8_t tile[kUnits][kTileBytes];
-  SlowSmem slow[4];
-};
+// The staged list's padding: steps run in twos and load two steps ahead, 8 entries a step.
+constexpr int kIdsPad = 64;
+static_assert(8 * ((kTopkBlocks / 8 + 1) / 2 * 2 + 2) <= kTopkBlocks + kIdsPad, "the list's padding covers the loads ahead");
 
 struct alignas(1024) GroupSmem {
   uint8_t q[32 * 128];  // B: the row's split-form query, head-permuted, 128-byte swizzle
   // B of the doubled group's second k-step: each row's first 32 bytes (the rest is never read)
   uint8_t qd[32 * 128];
-  TileRing ring;
-  // Key scales of each slot: [copy][warp][key g][block of the warp]; lanes 16..31 write copy 1,
-  // never read, so the copy needs no branch.
-  float scale[kUnits][2][4][8][2];
+  SlowSmem slow[4];     // after the steps: the slow route's keys, a part a warp
   uint32_t slow_blocks[kTopkBlocks / 32];
   int32_t ids[kTopkBlocks + kIdsPad];  // the row's block list; entries past nb repeat entry 0
 };
-static_assert(offsetof(GroupSmem, ids) == offsetof(GroupSmem, slow_blocks) + sizeof(GroupSmem::slow_blocks),
-              "run_step finds slow_blocks from the list's address");
 
 struct Smem {
   GroupSmem group[kGroups];
@@ -102,21 +89,6 @@ constexpr uint32_t kBf16x2NegZero = 0x80008000u;  // -0, -0: adding it leaves ev
 // the same for every operand here: 1024-byte stride between 8-row groups, 128-byte swizzle.
 __device__ __forceinline__ uint32_t desc_lo(const void* p) { return (unsigned(__cvta_generic_to_shared(p)) & 0x3FFFF) >> 4; }
 constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
-
-// d (+)= A * B for one 32-dim k-step: A = the step's 64 keys, B = 32 heads, both by descriptor
-// (low words a + kOffA, b + kOffB). The offsets are added inside, so the compiler neither holds
-// the 20 descriptors of four unrolled steps across the loop nor carries 64-bit adds.
-template <int kAccumulate, int kOffA, int kOffB>
-__device__ __forceinline__ void wgmma_keys(int (&d)[16], uint32_t a, uint32_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\n.reg .b32 al, bl;\n.reg .b64 da, db;\nsetp.ne.b32 p, %18, 0;\n"
-      "add.u32 al, %16, %19;\nadd.u32 bl, %17, %20;\nmov.b64 da, {al, %21};\nmov.b64 db, {bl, %21};\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15}, da, db, p;\n}\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "r"(a), "r"(b), "n"(kAccumulate), "n"(kOffA), "n"(kOffB), "n"(kDescHi));
-}
 
 // Pins the accumulators around the asynchronous region so no access moves across it.
 __device__ __forceinline__ void pin(int (&d)[16]) {
@@ -173,45 +145,6 @@ __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs
   }
 }
 
-// Where this lane copies its step data from and to: block 0 of the request, ring slot 0.
-struct StepCopy {
-  const int8_t* frag;   // this lane's 16 bytes of half 0 of the request's block 0 record
-  const float* scale;   // block 0's scale of key lane & 7
-  unsigned ring;        // this lane's bytes of the warp's first block, half 0, of slot 0's tile
-  unsigned ring_scale;  // scale[0][lane >> 4][w][lane & 7][(lane >> 3) & 1]
-  bool second;          // lanes 8-15 and 24-31 copy block 1's scale
-};
-
-// Both 16-byte pieces of this lane of one 1 KB block record (halves 512 bytes apart); the ring
-// offset is an immediate, so a step's copies cost one address each. Through L2 only (.cg): run
-// 88 measured 2 % less time than caching them in L1 (.ca), whose hits the four rows of an SM share.
-template <unsigned kDst>
-__device__ __forceinline__ void cp_record(unsigned ring, const int8_t* src) {
-  asm volatile(
-      "cp.async.cg.shared.global [%0+%2], [%1], 16;\n\t"
-      "cp.async.cg.shared.global [%0+%3], [%1+512], 16;" ::"r"(ring),
-      "l"(src), "n"(kDst), "n"(kDst + 512));
-}
-template <unsigned kDst>
-__device__ __forceinline__ void cp_scale(unsigned ring, const float* src) {
-  asm volatile("cp.async.ca.shared.global [%0+%2], [%1], 4;" ::"r"(ring), "l"(src), "n"(kDst));
-}
-
-// Starts copying this warp's blocks of two steps (slots kSlot, kSlot + 1) into the ring; one
-// commit group, no branch (the list's padding repeats a block of the row).
-template <int kSlot>
-__device__ __forceinline__ void request_pair(const StepCopy& c, int2 i0, int2 i1) {
-  static_assert(kKeyBlockBytes == 1024, "records 1 KB apart, halves 512 bytes apart");
-  constexpr unsigned o = unsigned(kSlot) * unsigned(kTileBytes);
-  cp_record<o>(c.ring, c.frag + int64_t(i0.x) * kKeyBlockBytes);
-  cp_record<o + 1024>(c.ring, c.frag + int64_t(i0.y) * kKeyBlockBytes);
-  cp_record<o + kTileBytes>(c.ring, c.frag + int64_t(i1.x) * kKeyBlockBytes);
-  cp_record<o + kTileBytes + 1024>(c.ring, c.frag + int64_t(i1.y) * kKeyBlockBytes);
-  cp_scale<unsigned(kSlot * sizeof(GroupSmem::scale[0]))>(c.ring_scale, c.scale + int64_t(c.second ? i0.y : i0.x) * 8);
-  cp_scale<unsigned((kSlot + 1) * sizeof(GroupSmem::scale[0]))>(c.ring_scale, c.scale + int64_t(c.second ? i1.y : i1.x) * 8);
-  cp_async_commit();
-}
-
 // The bf16 chain of steps 0..7 for this thread's two keys without their scales, the lane sums,
 // then the scales: every thread of a quad ends with the scores of keys g (low half) and g + 8
 // (high half).
@@ -246,141 +179,143 @@ __device__ __forceinline__ void mark_slow(unsigned fast, int i0, int nb, unsigne
                    : "memory");
 }
 
-// What a warp's steps share: its copies, its scales, its outputs and the row's bounds.
-struct StepCtx {
-  StepCopy copy;
-  unsigned scale;    // this thread's key scales of slot 0: scale[0][0][w][g][0..1]
-  unsigned ids;      // the staged list's entry 2w (this warp's first block of step 0)
-  uint16_t* out;     // this lane's first key of step 0: column 16w + g (the second is 8 further)
-  int room;          // valid - that column: the first key is stored while room >= 1, the second 9
-  int nb;
-  uint32_t da, dq;   // descriptor low words: slot 0's A tile, B
-  uint32_t dqd;      // the doubled group's B
-  int doubled;       // that group (-1: none); its A is 2 * doubled further into the tile
+// d (+)= A * B for one 32-dim k-step: A = this warp's 16 keys from registers (a: the lane's
+// fragment of one k-step group, kdfrag's pair order), B = the row's 32 heads by descriptor (low
+// word b + kOffB).
+template <int kAccumulate, int kOffB>
+__device__ __forceinline__ void wgmma_rs(int (&d)[16], const uint4& a, uint32_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\n.reg .b32 bl;\n.reg .b64 db;\nsetp.ne.b32 p, %21, 0;\n"
+      "add.u32 bl, %20, %22;\nmov.b64 db, {bl, %23};\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15}, {%16, %17, %18, %19}, db, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b), "n"(kAccumulate), "n"(kOffB), "n"(kDescHi));
+}
+
+// One step's A operand of this lane: its fragment of each k-step group (rows g, g + 8 = keys 2p,
+// 2p + 1 of its record, p = g % 4) and the two keys' scales.
+struct StepA {
+  uint4 f[4];
+  float2 sk;
 };
 
-// The k-steps of one tile (ring slot kSlot) into da, db.
-template <int kSlot, bool kDoubled>
-__device__ __forceinline__ void tile_mma(const StepCtx& c, int (&da)[16], int (&db)[16]) {
-  // Descriptor addresses count 16 bytes: +2 is the next 32 bytes of K, a slot 512.
-  constexpr int kA = kSlot * kTileBytes / 16;
-  wgmma_keys<0, kA, 0>(da, c.da, c.dq);
-  wgmma_keys<1, kA + 2, 2>(da, c.da, c.dq);
-  wgmma_keys<1, kA + 4, 4>(da, c.da, c.dq);
-  if (kDoubled) wgmma_keys<1, kA, 0>(da, c.da + 2u * unsigned(c.doubled), c.dqd);  // the doubled group again
-  wgmma_keys<0, kA + 6, 6>(db, c.da, c.dq);
+// wgmma reads A's registers asynchronously: keeps them from reuse until after the wait.
+__device__ __forceinline__ void keep(const StepA& k) {
+#pragma unroll
+  for (int gr = 0; gr < 4; ++gr)
+    asm volatile("" ::"r"(k.f[gr].x), "r"(k.f[gr].y), "r"(k.f[gr].z), "r"(k.f[gr].w) : "memory");
 }
 
-// Stores tile kSlot's two fast keys of this lane (sc: key g low half, g + 8 high half).
-template <int kSlot>
-__device__ __forceinline__ void store_tile(const StepCtx& c, int u0, uint16_t* out, int room, uint32_t sc, bool fast0,
-                                           bool fast1) {
-  const int t = threadIdx.x & 3;
-  if (t == 0 && fast0 && room - 64 * kSlot >= 1) out[64 * kSlot] = uint16_t(sc & 0xFFFFu);
-  if (t == 0 && fast1 && room - 64 * kSlot >= 9) out[64 * kSlot + 8] = uint16_t(sc >> 16);
-  if (!(fast0 && fast1)) {  // slow_blocks lies just before the list: its entry 2w is 8w bytes in
-    const int w = (threadIdx.x >> 5) & 3;
-    mark_slow((fast0 ? 1u : 0u) | (fast1 ? 2u : 0u), 8 * (u0 + kSlot) + 2 * w, c.nb,
-              c.ids - 8u * unsigned(w) - unsigned(sizeof(GroupSmem::slow_blocks)));
-  }
+// Lane (g, t)'s walk: its record is list entry 8u + 2w + g / 4 of step u, its keys 2p and 2p + 1
+// of that block, p = g % 4 (adjacent positions: one 32-bit store for both scores).
+struct LaneWalk {
+  const uint4* frag;    // kdfrag of the request's block 0, this lane's slot of k-step group 0
+  const float2* scale;  // kbscale of the request's block 0, keys 2p and 2p + 1
+  unsigned ids;         // the staged list's entry 2w + g / 4 (step 0)
+  uint16_t* out;        // the lane's first position of step 0
+  int room;             // valid - that position
+  int nb;
+  uint32_t dq, dqd;     // B descriptors' low words: the query, the doubled group's
+  unsigned slow;        // slow_blocks' shared address
+};
+
+// Loads step u's A operand (the list's padding repeats a block of the row, so no test).
+__device__ __forceinline__ void load_step(StepA& k, const LaneWalk& l, int u) {
+  int id;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(id) : "r"(l.ids + unsigned(u) * 32u));
+  const uint4* f = l.frag + int64_t(id) * (kKeyBlockBytes / 16);
+#pragma unroll
+  for (int gr = 0; gr < 4; ++gr) k.f[gr] = __ldg(f + 16 * gr);
+  k.sk = __ldg(l.scale + int64_t(id) * 4);
 }
 
-// Steps u0 + kSlot and u0 + kSlot + 1 of a row (ring slots kSlot, kSlot + 1; u0 a multiple of
-// kUnits, so every ring and list offset is an immediate): starts the copies of the next two steps
-// into the other two slots (the last pair's, whose wgmma has completed), waits for its own, scores
-// this warp's four blocks and stores their fast keys. Two steps a wait: the step's fixed work (the
-// waits, the fence, the votes, the store tests) is shared by 32 keys, not 16. Runs 107-108:
-// 5.19-5.40 ms a consumer against 5.38-5.59 one step at a time (run 110's profile: 245-259
-// instructions a pair against 132-154 a step, 8 % fewer in all, for 3 % less time). out and room:
-// c.out and c.room moved to step u0, so a step's stores take immediate offsets.
-template <int kSlot, bool kDoubled>
-__device__ __forceinline__ void run_pair(const StepCtx& c, const RowConsts& r, int u0, uint16_t* out, int room) {
-  constexpr int kNext = (kSlot + 2) % kUnits;
-  const unsigned ids = c.ids + unsigned(u0) * 32;  // 8 entries (32 bytes) a step
-  // The last pair's scale reads (other lanes' copies into those slots) before this lane's copies
-  // overwrite them: without it racecheck reported the slots (run 110; the votes in between order
-  // them in practice, but a vote is not a memory barrier).
-  __syncwarp();
-  request_pair<kNext>(c.copy, lds64i(ids + (kSlot + 2) * 32), lds64i(ids + (kSlot + 3) * 32));
-  cp_async_wait<1>();  // this pair has landed (the one just requested may not)
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // this thread's copies, for wgmma
-  __syncwarp();                 // the scales: lanes read what other lanes copied
-  const float2 sk0 = lds64f(c.scale + unsigned(kSlot * sizeof(GroupSmem::scale[0])));
-  const float2 sk1 = lds64f(c.scale + unsigned((kSlot + 1) * sizeof(GroupSmem::scale[0])));
-  int da0[16], db0[16], da1[16], db1[16];
+// Step u (A in buffer kBuf): the k-steps, then step u + 2's keys loaded into the same registers
+// (wgmma has read them), then the scores of this lane's two keys. kDoubled: the row's doubled
+// group (-1: none).
+template <int kBuf, int kDoubled>
+__device__ __forceinline__ void run_step(const LaneWalk& l, const RowConsts& r, int u, StepA (&a)[2]) {
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  int da[16], db[16];
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  tile_mma<kSlot, kDoubled>(c, da0, db0);
-  tile_mma<kSlot + 1, kDoubled>(c, da1, db1);
+  wgmma_rs<0, 0>(da, a[kBuf].f[0], l.dq);
+  wgmma_rs<1, 2>(da, a[kBuf].f[1], l.dq);
+  wgmma_rs<1, 4>(da, a[kBuf].f[2], l.dq);
+  if constexpr (kDoubled >= 0) wgmma_rs<1, 0>(da, a[kBuf].f[kDoubled], l.dqd);  // the doubled group again
+  wgmma_rs<0, 6>(db, a[kBuf].f[3], l.dq);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  const uint32_t sk20 = __byte_perm(__float_as_uint(sk0.x), __float_as_uint(sk0.y), 0x7632);
-  const uint32_t sk21 = __byte_perm(__float_as_uint(sk1.x), __float_as_uint(sk1.y), 0x7632);
-  const bool f00 = __all_sync(0xFFFFFFFFu, sk0.x != 0.0f), f01 = __all_sync(0xFFFFFFFFu, sk0.y != 0.0f);
-  const bool f10 = __all_sync(0xFFFFFFFFu, sk1.x != 0.0f), f11 = __all_sync(0xFFFFFFFFu, sk1.y != 0.0f);
+  const float2 sk = a[kBuf].sk;
+  const uint32_t sk2 = __byte_perm(__float_as_uint(sk.x), __float_as_uint(sk.y), 0x7632);
+  // A block is fast when its 8 keys are: lanes 0-15 hold block 2w's, lanes 16-31 block 2w + 1's.
+  const unsigned fast = __ballot_sync(0xFFFFFFFFu, sk.x != 0.0f && sk.y != 0.0f);
+  const bool fast0 = (fast & 0xFFFFu) == 0xFFFFu, fast1 = (fast >> 16) == 0xFFFFu;
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  pin(da0);
-  pin(db0);
-  pin(da1);
-  pin(db1);
-  const uint32_t sc0 = chain_scores(da0, db0, r, sk20);
-  const uint32_t sc1 = chain_scores(da1, db1, r, sk21);
-  store_tile<kSlot>(c, u0, out, room, sc0, f00, f01);
-  store_tile<kSlot + 1>(c, u0, out, room, sc1, f10, f11);
-}
-
-// The row's steps, kUnits an iteration. kDoubled: the row has a doubled group. A template flag, not
-// a test in the step: ptxas serialises every wgmma when one sits under a branch it cannot prove
-// uniform (C7520; runs 91-92: 6.42-6.49 ms a consumer with the test, 6.06-6.19 with the flag).
-template <bool kDoubled>
-__device__ __forceinline__ void step_loop(const StepCtx& c, const RowConsts& r, int nsteps) {
-  uint16_t* out = c.out;
-  int room = c.room;
-  for (int u0 = 0; u0 < nsteps; u0 += kUnits, out += 64 * kUnits, room -= 64 * kUnits) {
-    // Opaque: else the compiler rebuilds each store's 64-bit address from the row's base (run 90's
-    // SASS: about 12 instructions a step).
-    asm volatile("" : "+l"(out));
-    run_pair<0, kDoubled>(c, r, u0, out, room);
-    run_pair<2, kDoubled>(c, r, u0, out, room);
+  pin(da);
+  pin(db);
+  keep(a[kBuf]);
+  load_step(a[kBuf], l, u + 2);
+  const uint32_t sc = chain_scores(da, db, r, sk2);  // keys 2p (low half) and 2p + 1 (high)
+  const int room = l.room - 64 * u;
+  if (t == 0 && (lane < 16 ? fast0 : fast1) && room >= 1) {
+    uint16_t* o = l.out + 64 * u;
+    if (room >= 2)
+      *reinterpret_cast<uint32_t*>(o) = sc;
+    else
+      *o = uint16_t(sc & 0xFFFFu);
+  }
+  if (!(fast0 && fast1)) {
+    const int w = (threadIdx.x >> 5) & 3;
+    mark_slow((fast0 ? 1u : 0u) | (fast1 ? 2u : 0u), 8 * u + 2 * w, l.nb, l.slow);
   }
 }
 
-// Every step of the row from the group's ring (this warp's rows of it), kUnits steps an iteration (the steps
-// past the row's last copy the list's padding and store nothing); blocks with a key off the fast
-// path are left in sm.slow_blocks.
+// The row's steps, two an iteration (the A buffers), each loading the keys two steps ahead.
+template <int kDoubled>
+__device__ __forceinline__ void step_loop(const LaneWalk& l, const RowConsts& r, int nsteps) {
+  StepA a[2];
+  load_step(a[0], l, 0);
+  load_step(a[1], l, 1);
+  for (int u = 0; u < nsteps; u += 2) {
+    run_step<0, kDoubled>(l, r, u, a);
+    run_step<1, kDoubled>(l, r, u + 1, a);
+  }
+}
+
+// Every step of the row; blocks with a key off the fast path are left in sm.slow_blocks. A
+// template per doubled group, not a test in the step: ptxas serialises every wgmma when one sits
+// under a branch it cannot prove uniform (C7520, runs 91-92), and the doubled group's registers
+// must be named at compile time.
 __device__ __forceinline__ void score_steps(GroupSmem& sm, const SparseRowJob& j, const RowConsts& r,
                                             const SparseLogitsArgs& a, int doubled) {
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2;
-  StepCtx c;
-  c.copy.frag = a.kswz + j.kblk * kKeyBlockBytes + lane * 16;
-  c.copy.scale = a.kbscale + j.kblk * 8 + (lane & 7);
-  c.copy.ring = smem_addr(&sm.ring.tile[0][2 * w * kKeyBlockBytes + lane * 16]);
-  c.copy.ring_scale = smem_addr(&sm.scale[0][lane >> 4][w][lane & 7][(lane >> 3) & 1]);
-  c.copy.second = (lane & 8) != 0;
-  // Opaque, so the compiler keeps one base a copy (one IMAD.WIDE each) instead of re-deriving
-  // kswz + kblk + lane + id every step (run 85's SASS: three more instructions a copy).
-  asm volatile("" : "+l"(c.copy.frag), "+l"(c.copy.scale));
-  c.scale = smem_addr(&sm.scale[0][0][w][g][0]);
-  c.ids = smem_addr(&sm.ids[2 * w]);
-  const int col = 16 * w + g;
-  c.out = j.out + col;
-  c.room = j.valid - col;
-  c.nb = j.nb;
-  c.da = desc_lo(sm.ring.tile[0]);
-  c.dq = desc_lo(sm.q);
-  c.dqd = desc_lo(sm.qd);
-  c.doubled = doubled;
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const int p = g & 3, b = g >> 2;
+  LaneWalk l;
+  l.frag = reinterpret_cast<const uint4*>(a.kdfrag + j.kblk * kKeyBlockBytes) + pair_slot(p, t);
+  l.scale = reinterpret_cast<const float2*>(a.kbscale + j.kblk * 8 + 2 * p);
+  asm volatile("" : "+l"(l.frag), "+l"(l.scale));
+  l.ids = smem_addr(&sm.ids[2 * w + b]);
+  const int col = 8 * (2 * w + b) + 2 * p;
+  l.out = j.out + col;
+  l.room = j.valid - col;
+  l.nb = j.nb;
+  l.dq = desc_lo(sm.q);
+  l.dqd = desc_lo(sm.qd);
+  l.slow = smem_addr(sm.slow_blocks);
   const int nsteps = (j.nb + 7) / 8;
-  static_assert(kUnits == 4, "run_pair's slots below");
-  request_pair<0>(c.copy, lds64i(c.ids), lds64i(c.ids + 32));
-  if (c.doubled >= 0)
-    step_loop<true>(c, r, nsteps);
+  if (doubled == 0)
+    step_loop<0>(l, r, nsteps);
+  else if (doubled == 1)
+    step_loop<1>(l, r, nsteps);
+  else if (doubled == 2)
+    step_loop<2>(l, r, nsteps);
   else
-    step_loop<false>(c, r, nsteps);
-  cp_async_wait<0>();
+    step_loop<-1>(l, r, nsteps);
 }
 
 // Sets up a warpgroup's row: B (and the doubled group's, if any) and the block list staged,
 // slow_blocks cleared (the caller syncs the group). The list's entries past nb repeat entry 0, a
-// block of the row, so a step's copies need no test.
+// block of the row, so a step's loads need no test.
 __device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs& a, const SparseRowJob& j, int doubled) {
   stage_query(sm.q, a, j.row);
   if (doubled >= 0) stage_doubled(sm.qd, a, j.row, doubled);
@@ -420,9 +355,9 @@ __global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel
   RowConsts r;
   load_consts(r, a, j.row);
   score_steps(sm, j, r, a, doubled);
-  group_sync(group);  // slow_blocks complete; each warp's ring is idle (its copies have landed)
+  group_sync(group);  // slow_blocks complete
   // The slow route: blocks with a key off the fast path, every fourth one to each of the group's warps.
-  score_slow_blocks(a, j, sm.slow_blocks, 0x11111111u << w, sm.ring.slow[w]);
+  score_slow_blocks(a, j, sm.slow_blocks, 0x11111111u << w, sm.slow[w]);
 #endif
 }
 

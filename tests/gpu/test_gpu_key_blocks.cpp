@@ -1,6 +1,5 @@
-// gpu/prep/key_blocks: every layout of the key records (the mma.sync fragments, the dense wgmma
-// kernel's pair order, the sparse wgmma kernel's swizzled key order) and the block scales, byte for
-// byte against a host model built from key_blocks.cuh's definitions, over two requests whose last
+// gpu/prep/key_blocks: both layouts of the key records (the mma.sync fragments, the pair order
+// both wgmma kernels read) and the block scales, byte for byte against a host model built from key_blocks.cuh's definitions, over two requests whose last
 // blocks are partial. ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
 #include <cstdint>
@@ -32,7 +31,7 @@ uint32_t record_word(const std::vector<int8_t>& rec, int64_t b, int word) {
 
 }  // namespace
 
-TEST_CASE("key blocks: the three record layouts and the scales of partial and full blocks") {
+TEST_CASE("key blocks: the two record layouts and the scales of partial and full blocks") {
   const std::vector<int32_t> lens = {13, 30};  // blocks 0-1 and 2-5; both last blocks partial
   const std::vector<int64_t> start = {0, 13};
   std::vector<int64_t> req_blk;
@@ -44,7 +43,7 @@ TEST_CASE("key blocks: the three record layouts and the scales of partial and fu
   for (int8_t& v : ks) v = int8_t(byte(rng) | 1);  // odd: never zero
   std::vector<float> kscale(43);
   for (size_t i = 0; i < kscale.size(); ++i) kscale[i] = i % 7 == 3 ? 0.f : float(1 << (i % 5));
-  gpu::DeviceBuffer<int8_t> d_ks, frag(size_t(nblk * gpu::kKeyBlockBytes)), pair(frag.size()), swz(frag.size());
+  gpu::DeviceBuffer<int8_t> d_ks, frag(size_t(nblk * gpu::kKeyBlockBytes)), pair(frag.size());
   gpu::DeviceBuffer<float> d_kscale, scale(size_t(nblk * 8));
   gpu::DeviceBuffer<int64_t> d_start, d_blk;
   gpu::DeviceBuffer<int32_t> d_len;
@@ -53,11 +52,11 @@ TEST_CASE("key blocks: the three record layouts and the scales of partial and fu
   d_start.upload(start);
   d_blk.upload(req_blk);
   d_len.upload(lens);
-  for (auto* buf : {&frag, &pair, &swz}) buf->fill_bytes(0x5A, buf->size());
+  for (auto* buf : {&frag, &pair}) buf->fill_bytes(0x5A, buf->size());
   scale.fill_bytes(0x5A, scale.size());
   gpu::launch_key_blocks(d_ks.get(), d_kscale.get(), d_start.get(), d_len.get(), d_blk.get(), 2, 30,
-                         {frag.get(), pair.get(), swz.get(), scale.get()});
-  const std::vector<int8_t> f = frag.to_host(frag.size()), p = pair.to_host(pair.size()), s = swz.to_host(swz.size());
+                         {frag.get(), pair.get(), scale.get()});
+  const std::vector<int8_t> f = frag.to_host(frag.size()), p = pair.to_host(pair.size());
   const std::vector<float> sc = scale.to_host(scale.size());
   for (int r = 0; r < 2; ++r)
     for (int blk = 0; blk < (lens[size_t(r)] + 7) / 8; ++blk) {
@@ -76,7 +75,6 @@ TEST_CASE("key blocks: the three record layouts and the scales of partial and fu
               const int lane = 4 * g + t, idx = 2 * k + h;  // fragments: [idx / 4][lane][idx % 4]
               CHECK(record_word(f, b, (idx / 4) * 128 + lane * 4 + idx % 4) == want);
               CHECK(record_word(p, b, (16 * k + gpu::pair_slot(g / 2, t)) * 4 + 2 * h + g % 2) == want);
-              CHECK(record_word(s, b, g * 32 + gpu::swizzled_chunk(idx, g) * 4 + t) == want);
             }
       }
     }
