@@ -3,6 +3,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/wgmma_device.cuh"
 #include "gpu/common/cp_async.cuh"
+#include "gpu/common/swizzle.cuh"
 #include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/dense_logits/wide_keys.cuh"
 #include "gpu/prep/key_blocks.cuh"
@@ -132,19 +133,22 @@ __device__ __forceinline__ int shl_low5(int x, uint32_t amt) {
   return r;
 }
 
-// The multiply before group 3 as shifts by the packed exponents (mx: sm.mexp[t], held in 8
-// registers for the whole block): no shared loads in the step, where the 32 multipliers of
-// apply_mul cost 8 LDS.128 whose latency the multiply waited for (run 107's profile: the L1/shared
-// pipe 87 % busy, short scoreboard 32 % of the stalls; runs 108-109: 45.7-45.8 ms against
-// 46.5-46.8).
+// The multiply before group 3 by the packed exponents (mx: sm.mexp[t], held in 8 registers for
+// the whole block): no shared loads in the step, where the 32 multipliers of apply_mul cost 8
+// LDS.128 whose latency the multiply waited for (run 107's profile: the L1/shared pipe 87 % busy,
+// short scoreboard 32 % of the stalls; runs 108-109: 45.7-45.8 ms against 46.5-46.8). Each head's
+// 2^m is one funnel shift and its two cells multiply with IMAD, on the FMA pipe: shifting the
+// cells themselves put 64 more instructions a step on the half-rate integer pipe, which run 110's
+// profile found the busiest (run 112: 44.1 ms against 45.5).
 __device__ __forceinline__ void apply_shift(int (&d)[64], const uint32_t (&mx)[8]) {
 #pragma unroll
   for (int c = 0; c < 8; ++c)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t amt = i == 0 ? mx[c] : mx[c] >> (8 * i);
-      d[acc(4 * c + i, 0)] = shl_low5(d[acc(4 * c + i, 0)], amt);
-      d[acc(4 * c + i, 1)] = shl_low5(d[acc(4 * c + i, 1)], amt);
+      const int mul = shl_low5(1, amt);
+      d[acc(4 * c + i, 0)] *= mul;
+      d[acc(4 * c + i, 1)] *= mul;
     }
 }
 
