@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(kWarps * 32, kOtherBlocksPerSm) sparse_other_k
       score_row_fast<Route::i2f4>(a, j, q, wb, sm, my_ring);
     return;
   }
-  for (int bi = 0; bi < j.nb; ++bi) score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm.slow);
+  score_row_slow(a, j, sm.slow);
 }
 
 // Warps a row of the mma.sync kernels is split among: one warp walking a row's 2048 blocks alone

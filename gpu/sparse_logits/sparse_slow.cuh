@@ -53,14 +53,12 @@ __device__ __forceinline__ void load_row(const SparseLogitsArgs& a, int row, Que
   load_weights(a, row, wb);
 }
 
-// Scores block `blk` of selected row `row` into columns c0..c0+7 (< valid). Rare on the fast
-// route, so it reloads the row's operands itself rather than holding them in registers.
-static __device__ __noinline__ void score_block_slow(const SparseLogitsArgs& a, int row, const int32_t* table, int L,
-                                              int blk, int c0, int valid, uint16_t* out, SlowSmem& sm) {
+// Scores block `blk` of a row (its query q and weights wb loaded by load_row) into columns
+// c0..c0+7 (< valid).
+__device__ __forceinline__ void score_block_slow(const SparseLogitsArgs& a, const QueryFrags& q, const float (&wb)[8],
+                                                 const int32_t* table, int L, int blk, int c0, int valid,
+                                                 uint16_t* out, SlowSmem& sm) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  QueryFrags q;
-  float wb[8];
-  load_row(a, row, q, wb);
   const int n = lane >> 2, grp = lane & 3;  // staging role: position n of the block, 32-dim group
   const int P = a.page_size;
   const int64_t pos = int64_t(blk) * 8 + n;
@@ -115,14 +113,31 @@ static __device__ __noinline__ void score_block_slow(const SparseLogitsArgs& a, 
 }
 
 // The blocks of row job j marked in slow_blocks (bit i = list entry i) that this warp takes
-// (those of `mine`, repeated in every word), scored by the slow route.
-__device__ __forceinline__ void score_slow_blocks(const SparseLogitsArgs& a, const SparseRowJob& j,
-                                                  const uint32_t* slow_blocks, uint32_t mine, SlowSmem& sm) {
+// (those of `mine`, repeated in every word), scored by the slow route. The row's operands are
+// loaded once for all of them: reloaded per block (until run 117) they were a fifth of the slow
+// route's instructions and its longest stall, and the slow route about 9 % of the wgmma kernel's
+// time on chunk-256k (15 such blocks a row; bench/results/h200.md, run 113's profile).
+static __device__ __noinline__ void score_slow_blocks(const SparseLogitsArgs& a, const SparseRowJob& j,
+                                                      const uint32_t* slow_blocks, uint32_t mine, SlowSmem& sm) {
+  bool any = false;
+  for (int word = 0; word < kTopkBlocks / 32; ++word) any |= (slow_blocks[word] & mine) != 0;
+  if (!any) return;
+  QueryFrags q;
+  float wb[8];
+  load_row(a, j.row, q, wb);
   for (int word = 0; word < kTopkBlocks / 32; ++word)
     for (uint32_t bits = slow_blocks[word] & mine; bits != 0; bits &= bits - 1) {
       const int bi = word * 32 + __ffs(int(bits)) - 1;
-      score_block_slow(a, j.row, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
+      score_block_slow(a, q, wb, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
     }
+}
+
+// Every block of row job j by the slow route (a row whose query is off the fast path).
+static __device__ __noinline__ void score_row_slow(const SparseLogitsArgs& a, const SparseRowJob& j, SlowSmem& sm) {
+  QueryFrags q;
+  float wb[8];
+  load_row(a, j.row, q, wb);
+  for (int bi = 0; bi < j.nb; ++bi) score_block_slow(a, q, wb, j.table, j.L, j.blocks[bi], bi * 8, j.valid, j.out, sm);
 }
 
 }  // namespace dsa::gpu::sparse_slow
