@@ -163,6 +163,12 @@ profile_one() {
     ncu --clock-control none --set full --import-source yes --kernel-name-base demangled --kernel-name "regex:$re" \
     --launch-count "${DSA_PROFILE_COUNT:-8}" -f -o "$OUT/profile$suffix" \
     "$B/tests/test_gpu" "device check: per-kernel timings over all rows"
+  if [[ ! -f $OUT/profile$suffix.ncu-rep ]]; then
+    # Run 115 lost two profiles to 'select_topk_kernel<16': demangled names spell (int)16.
+    note "profile$suffix: the regex '$re' matched no launch (names are demangled with their template" \
+      "arguments, e.g. 'select_topk_kernel<\\(int\\)16'): nothing profiled"
+    return 1
+  fi
   ncu --import "$OUT/profile$suffix.ncu-rep" --page details >"$OUT/profile$suffix.txt" 2>&1
   ncu --import "$OUT/profile$suffix.ncu-rep" --page source --csv --print-source sass 2>/dev/null |
     gzip >"$LOGS/sass$suffix.csv.gz"
