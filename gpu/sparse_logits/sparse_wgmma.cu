@@ -27,8 +27,8 @@
 //
 // Head order: column c of B is head (c%8)/2 + 8(c/8) + 4(c%2), so a thread's 8 columns (2t, 2t+1
 // + 8j) are the heads t, t+4, ..., t+28 of chain lane t, in chain order, for its two keys (rows g
-// and g+8 of its warp: key g of blocks 2w and 2w + 1). The whole bf16 chain of a key then runs in
-// one thread, two keys per instruction.
+// and g+8 of its warp: keys 2p and 2p + 1, p = g % 4, of the step's block 2w + g / 4). The whole
+// bf16 chain of a key then runs in one thread, two keys per instruction.
 //
 // Epilogue per head cell (split route of fp4_mma.cuh): S = A*mA + B*mB (two IMAD, the float bits
 // of 2^23 added on the way), S = bits - 2^23 exactly (|S| < 2^23); then per two keys: relu and
@@ -146,14 +146,14 @@ __device__ __forceinline__ void load_consts(RowConsts& r, const SparseLogitsArgs
 }
 
 // The bf16 chain of steps 0..7 for this thread's two keys without their scales, the lane sums,
-// then the scales: every thread of a quad ends with the scores of keys g (low half) and g + 8
-// (high half).
+// then the scales: every thread of a quad ends with the scores of its rows g (low half) and g + 8
+// (high half), keys 2p and 2p + 1 of its block.
 __device__ __forceinline__ uint32_t chain_scores(const int (&da)[16], const int (&db)[16], const RowConsts& r,
                                                  uint32_t sk2) {
   uint32_t acc = 0;  // +0, +0
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
-    const int e = 4 * (s >> 1) + (s & 1);  // key g; key g + 8 at e + 2
+    const int e = 4 * (s >> 1) + (s & 1);  // row g; row g + 8 at e + 2
     float f[2];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
