@@ -181,7 +181,8 @@ class GpuEngine : public Implementation {
   // Each record layout and whether this path reads it, in KeyRecordOut's order: the mma.sync
   // records (gpu-sparse), the pair order (the dense and the sparse wgmma kernel).
   std::array<std::pair<DeviceBuffer<int8_t>*, bool>, 2> record_layouts() {
-    return {{{&kbfrag_, path_ == PathKind::sparse}, {&kdfrag_, use_wgmma_ || (path_ == PathKind::sparse && use_sparse_wgmma_)}}};
+    return {{{&kbfrag_, path_ == PathKind::sparse},
+             {&kdfrag_, use_wgmma_ || (path_ == PathKind::sparse && use_sparse_wgmma_)}}};
   }
   DeviceBuffer<float> kbscale_;
   DeviceBuffer<int64_t> req_blk_;

@@ -1,10 +1,9 @@
 #pragma once
 // The keys as records of 8 positions (a "key block"), read by the sparse kernels (a row's
-// candidate blocks, wherever they sit), and, as a copy in pair order, by the dense wgmma kernel (a
-// step's 16 keys, as wgmma's A from registers).
+// candidate blocks, wherever they sit), and, as a copy in pair order, by both wgmma kernels (a
+// step's keys, as wgmma's A from registers).
 #include <cstdint>
 #include <vector>
-
 
 namespace dsa::gpu {
 
