@@ -125,11 +125,11 @@ __device__ __forceinline__ void apply_mul(int (&d)[64], const WgmmaSmem& sm, int
   }
 }
 
-// x << (amt & 31) (x * 2^amt, as IMAD would: the route's bounds keep it in range): the funnel
-// shift reads only the amount's low five bits, so a packed word's low byte needs no mask.
-__device__ __forceinline__ int shl_low5(int x, uint32_t amt) {
+// 2^(amt & 31): the funnel shift reads only the amount's low five bits, so a packed word's low
+// byte needs no mask.
+__device__ __forceinline__ int pow2_low5(uint32_t amt) {
   int r;
-  asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(0), "r"(x), "r"(amt));
+  asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(0), "r"(1), "r"(amt));
   return r;
 }
 
@@ -140,13 +140,13 @@ __device__ __forceinline__ int shl_low5(int x, uint32_t amt) {
 // 2^m is one funnel shift and its two cells multiply with IMAD, on the FMA pipe: shifting the
 // cells themselves put 64 more instructions a step on the half-rate integer pipe, which run 110's
 // profile found the busiest (run 112: 44.1 ms against 45.5).
-__device__ __forceinline__ void apply_shift(int (&d)[64], const uint32_t (&mx)[8]) {
+__device__ __forceinline__ void apply_exponents(int (&d)[64], const uint32_t (&mx)[8]) {
 #pragma unroll
   for (int c = 0; c < 8; ++c)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t amt = i == 0 ? mx[c] : mx[c] >> (8 * i);
-      const int mul = shl_low5(1, amt);
+      const int mul = pow2_low5(amt);
       d[acc(4 * c + i, 0)] *= mul;
       d[acc(4 * c + i, 1)] *= mul;
     }
@@ -281,13 +281,13 @@ __device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& 
 }
 
 // Mode 1's multiply before group 3 (the k-steps issued so far must have completed).
-__device__ __forceinline__ void shift_before_group3(int (&d)[64], uint32_t (&mx)[8]) {
+__device__ __forceinline__ void multiply_before_group3(int (&d)[64], uint32_t (&mx)[8]) {
   wgmma_commit();
   wgmma_wait();
   pin(d);
 #pragma unroll
   for (int c = 0; c < 8; ++c) asm volatile("" : "+r"(mx[c]));  // opaque: the byte extractions stay in the step
-  apply_shift(d, mx);
+  apply_exponents(d, mx);
   pin(d);
   wgmma_fence();
 }
@@ -316,7 +316,7 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
   if constexpr (kMode == 2) multiply_between(d, sm, 1, t);
   kstep<kOrder, 2>(d, k, db);
   if constexpr (kMode == 2) multiply_between(d, sm, 2, t);
-  if constexpr (kMode == 1) shift_before_group3(d, mx);
+  if constexpr (kMode == 1) multiply_before_group3(d, mx);
   kstep<kOrder, 3>(d, k, db);
   wgmma_commit();
   // The first weights loaded while the last k-step runs (kEarlyWeights).
@@ -347,7 +347,7 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   asm volatile("" : "+l"(db));  // opaque: held in registers, not rebuilt from the CTA id (run 83: no change)
   StepKeys k;
   load_keys(k, l, 0);
-  uint32_t mx[8] = {};  // mode 1's exponents (apply_shift)
+  uint32_t mx[8] = {};  // mode 1's exponents (apply_exponents)
   if constexpr (kMode == 1) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) mx[c] = sm.mexp[threadIdx.x & 3][c];
