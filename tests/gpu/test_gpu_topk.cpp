@@ -1,7 +1,8 @@
 // gpu/topk: the level-one block top-2048 (launch_block_topk) against the reference's top-k with
 // its tie rule, on rows built to reach every branch of the register-resident radix select: ties
 // across the whole row, a cut inside the last digit, a bin that holds exactly the keys still
-// needed, infinities, signed zeros, subnormals, rows at and around k and up to 32768 blocks.
+// needed after the first or the second digit, a cut and ties inside one first-digit bin,
+// infinities, signed zeros, subnormals, rows at and around k and up to 32768 blocks.
 // More rows than SMs, so the persistent kernel prefetches rows of every kind behind each other;
 // each row's reported k-th key (the own top-k's check reads it) is the smallest published key.
 // ctest -L gpu; exits 77 without a GPU.
@@ -32,6 +33,12 @@ struct KeyRow {
   std::vector<float> keys;  // one per block
 };
 
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 std::vector<KeyRow> key_rows() {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(4.f, 1.f);
@@ -52,6 +59,22 @@ std::vector<KeyRow> key_rows() {
   rows.push_back(make("exact bin", 32768, [](int i) { return i % 16 == 3 ? 2.f : 1.f; }));
   // 2047 large keys and ties below: the cut falls on the ties, taken in index order.
   rows.push_back(make("ties at the cut", 32768, [](int i) { return i % 16 == 5 && i < 32752 ? 8.f : 0.5f; }));
+  // The cut inside a bin of the first digit (a quarter binade) that holds a few keys of each
+  // thread: 1024 keys near 6, 2048 distinct ones in [2, 2.25) of which the larger 1024 are
+  // taken (no tie: the one-comparison placement).
+  rows.push_back(make("cut inside a first-digit bin", 32768, [](int i) {
+    return i % 32 == 1 ? 6.f + float(i) * 1e-6f : i % 16 == 9 ? 2.f + float(i / 16) * 1e-4f : 1.f;
+  }));
+  // The same with 50 values repeated in the bin: the cut splits ties, taken in index order.
+  rows.push_back(make("ties inside a first-digit bin", 32768, [](int i) {
+    return i % 32 == 1 ? 6.f : i % 16 == 9 ? 2.f + float((i / 16) % 50) * 1e-3f : 1.f;
+  }));
+  // 1024 keys 2.25 + j ulps and 1024 keys 2.0 + j ulps (j < 1024): one bin of the first digit, two
+  // of the second; the upper one holds exactly the keys still needed (the search stops there).
+  rows.push_back(make("exact second digit", 32768, [](int i) {
+    const uint32_t j = uint32_t(i / 32);
+    return i % 32 == 1 ? 6.f : i % 32 == 9 ? bits_float(0x40100000u + j) : i % 32 == 13 ? bits_float(0x40000000u + j) : 1.f;
+  }));
   rows.push_back(make("k + 1 blocks", kTopkBlocks + 1, [&](int) { return normal(rng); }));
   rows.push_back(make("k blocks", kTopkBlocks, [&](int) { return normal(rng); }));
   rows.push_back(make("k - 1 blocks", kTopkBlocks - 1, [&](int) { return normal(rng); }));
