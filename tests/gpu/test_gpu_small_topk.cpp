@@ -1,7 +1,8 @@
 // gpu/small_topk: the sparse path's top-512 over bf16 candidate scores, with the page transform,
 // against the reference's bf16 top-k on rows built for the radix select's branches: ties across
 // the row, +0 against -0, a cut inside the last digit, a bin that holds exactly the keys still
-// needed, short rows; more rows than an H200 holds blocks at once (two an SM), so blocks that
+// needed, short rows, the one-pass window under the largest key missed (a far outlier, the k-th
+// key on its floor) and just hit; more rows than an H200 holds blocks at once (two an SM), so blocks that
 // start late reuse the shared memory of finished ones. ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
 #include <algorithm>
@@ -39,6 +40,18 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
       {"k + 1", k + 1, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(d(g)); }},
       {"k - 3", k - 3, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(d(g)); }},
       {"ragged", 12345, [](int, std::mt19937& g, std::normal_distribution<float>& d) { return ref::bf16_rne(float(int(d(g)))); }},
+      // One +inf: the k-th key lies far below the one-pass window under the largest key.
+      {"far outlier", kCandidateWidth, [](int i, std::mt19937& g, std::normal_distribution<float>& d) {
+         return i == 77 ? uint16_t(0x7F80) : ref::bf16_rne(d(g));
+       }},
+      // The k-th key (1.0, tied) exactly on the window's floor, 2047 values under the largest.
+      {"k-th on the window floor", kCandidateWidth, [](int i, std::mt19937&, std::normal_distribution<float>&) {
+         return uint16_t(i == 5 ? 0x3F80 + 2047 : 0x3F80);
+       }},
+      // The k-th key (tied) one value above that floor: the window's lowest counted bin.
+      {"k-th just above the floor", kCandidateWidth, [](int i, std::mt19937&, std::normal_distribution<float>&) {
+         return uint16_t(i == 5 ? 0x3F80 + 2047 : i % 2 ? 0x3F81 : 0x3F80);
+       }},
   };
   // The cases repeated in rotating order: more rows than two blocks an SM on an H200, rows of
   // every kind next to each other.
