@@ -17,10 +17,11 @@
 // through a predicated shared reduction (no branch per key); the placement keeps a bit mask of
 // each thread's picks so that only those are visited, and a page-transform table is staged in
 // shared memory while the passes run. 16-bit keys take one pass at full resolution over the 2048
-// values below the row's largest key (select_window) before falling back to the digits. For 32-bit keys, when no tie is split (every key equal to
-// T is taken: the usual case for fp32 keys, and every row whose search stopped on an exact bin),
-// the placement compares each key once (key >= T, or > T) instead of twice (run 124: block_topk
-// 9 % faster, the own top-k and mask_topk 2 %).
+// values below the row's largest key (select_window) before falling back to the digits (run 125:
+// small_topk 6 % faster). For 32-bit keys, when no tie is split (every key equal to T is taken:
+// the usual case for fp32 keys, and every row whose search stopped on an exact bin), the
+// placement compares each key once (key >= T, or > T) instead of twice (run 124: block_topk 9 %
+// faster, the own top-k and mask_topk 2 %).
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
