@@ -129,7 +129,7 @@ struct SelectSmem {
   alignas(16) int hist[kSelectBins];
   alignas(16) int32_t table[kTopkBlocks];  // a staged map's table
   SelectState state;
-  uint32_t warp_min[kSelectThreads / 32];  // each warp's min (kth_key) or max (select_window)
+  uint32_t warp_extreme[kSelectThreads / 32];  // block_extreme's per-warp results
 };
 
 // What a selection reports besides its picks: the k-th largest key of each row it selected
@@ -142,6 +142,18 @@ struct NoKth {
   __device__ void took_all(int) const {}
 };
 
+// The block's min (kMax false) or max of one value a thread: a warp reduction, then each warp's
+// result through shared memory behind one barrier; every thread gets it.
+template <bool kMax>
+__device__ __forceinline__ uint32_t block_extreme(uint32_t v, SelectSmem& sm) {
+  v = kMax ? __reduce_max_sync(0xFFFFFFFFu, v) : __reduce_min_sync(0xFFFFFFFFu, v);
+  if ((threadIdx.x & 31) == 0) sm.warp_extreme[threadIdx.x >> 5] = v;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kSelectThreads / 32; ++w) v = kMax ? max(v, sm.warp_extreme[w]) : min(v, sm.warp_extreme[w]);
+  return v;
+}
+
 // The k-th largest key of a selected row: T itself, unless the search stopped on an exact bin
 // (then T is one below that bin and the k-th key is the smallest key above T).
 template <int kPer>
@@ -150,12 +162,7 @@ __device__ __forceinline__ uint32_t kth_key(const uint32_t (&key)[kPer], uint32_
   uint32_t m = 0xFFFFFFFFu;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) m = min(m, key[j] > T ? key[j] : 0xFFFFFFFFu);
-  m = __reduce_min_sync(0xFFFFFFFFu, m);
-  if ((threadIdx.x & 31) == 0) sm.warp_min[threadIdx.x >> 5] = m;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < kSelectThreads / 32; ++w) m = min(m, sm.warp_min[w]);
-  return m;
+  return block_extreme<false>(m, sm);
 }
 
 // Bit j of m moved to bit (j + r) % width (r in [0, width)).
@@ -174,12 +181,8 @@ __device__ __forceinline__ bool select_window(const uint32_t (&key)[kPer], int k
   uint32_t m = 0;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) m = max(m, key[j]);
-  m = __reduce_max_sync(0xFFFFFFFFu, m);
-  reinterpret_cast<int4*>(sm.hist)[threadIdx.x] = make_int4(0, 0, 0, 0);
-  if ((threadIdx.x & 31) == 0) sm.warp_min[threadIdx.x >> 5] = m;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < kSelectThreads / 32; ++w) m = max(m, sm.warp_min[w]);
+  reinterpret_cast<int4*>(sm.hist)[threadIdx.x] = make_int4(0, 0, 0, 0);  // cleared behind block_extreme's barrier
+  m = block_extreme<true>(m, sm);
   const int base = max(int(m) - (kSelectBins - 1), 0);  // bin b holds key base + b (b > 0)
 #pragma unroll
   for (int j = 0; j < kPer; ++j) atomicAdd(&sm.hist[max(int(key[j]) - base, 0)], 1);
@@ -220,8 +223,8 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
     T = exact ? s.prefix - 1 : s.prefix;
   }
   // Every key equal to T taken: the last pass's bin is T itself and its count the number of such
-  // keys (not for T = 0, whose count holds the padding).
-  // 32-bit keys only: bf16 rows split ties often, and small_topk ran 1-2 % slower with the branch.
+  // keys (not for T = 0, whose count holds the padding). 32-bit keys only: bf16 rows split ties
+  // at nearly every cut, and small_topk ran 1-2 % slower with the branch (run 124).
   const bool all_ties = kBits == 32 && (exact || (s.bin_count == s.remaining && T != 0));
   if constexpr (Kth::kUsed) {
     // kth_key costs a pass over the keys and a barrier on exact rows: only when the report wants it.

@@ -20,6 +20,7 @@
 #include "gpu/block_amax/block_amax.cuh"
 #include "gpu/common/device_buffer.cuh"
 #include "gpu/topk/topk.cuh"
+#include "reference/formats.hpp"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
 #include "tests/gpu/same_results.hpp"
@@ -32,12 +33,6 @@ struct KeyRow {
   std::string name;
   std::vector<float> keys;  // one per block
 };
-
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 std::vector<KeyRow> key_rows() {
   std::mt19937 rng(7);
@@ -73,7 +68,9 @@ std::vector<KeyRow> key_rows() {
   // of the second; the upper one holds exactly the keys still needed (the search stops there).
   rows.push_back(make("exact second digit", 32768, [](int i) {
     const uint32_t j = uint32_t(i / 32);
-    return i % 32 == 1 ? 6.f : i % 32 == 9 ? bits_float(0x40100000u + j) : i % 32 == 13 ? bits_float(0x40000000u + j) : 1.f;
+    if (i % 32 == 9) return ref::bits_float(0x40100000u + j);
+    if (i % 32 == 13) return ref::bits_float(0x40000000u + j);
+    return i % 32 == 1 ? 6.f : 1.f;
   }));
   rows.push_back(make("k + 1 blocks", kTopkBlocks + 1, [&](int) { return normal(rng); }));
   rows.push_back(make("k blocks", kTopkBlocks, [&](int) { return normal(rng); }));
