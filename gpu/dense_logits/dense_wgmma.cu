@@ -416,14 +416,14 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
 
 bool dense_wgmma_supported() { return wgmma_device(); }
 
-void launch_dense_wgmma(const DenseWgmmaArgs& a) {
+void launch_dense_wgmma(const DenseWgmmaArgs& a, bool wide) {
   if (a.ntiles == 0 || a.max_len == 0) return;
   dim3 grid((a.max_len + kChunk - 1) / kChunk, a.ntiles);
   const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (dense_wgmma_kernel)
   DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   dense_wgmma_kernel<<<grid, 128, smem>>>(a);
   DSA_LAUNCH_CHECK("dense_wgmma_kernel");
-  launch_dense_wide(a);
+  if (wide) launch_dense_wide(a);
 }
 
 }  // namespace dsa::gpu

@@ -85,6 +85,8 @@ struct DenseWgmmaArgs {
 // Whether the current device runs the wgmma kernel (sm_90); elsewhere every row takes the
 // portable kernel.
 bool dense_wgmma_supported();
-void launch_dense_wgmma(const DenseWgmmaArgs& a);
+// wide: the wide keys' pass too (launch_dense_wide); without it their scores and block keys are
+// meaningless until a later pass (score_wide_row) writes them.
+void launch_dense_wgmma(const DenseWgmmaArgs& a, bool wide = true);
 
 }  // namespace dsa::gpu

@@ -1,6 +1,7 @@
 #include "gpu/common/check.cuh"
 #include "gpu/dense_logits/dense_common.cuh"
 #include "gpu/dense_logits/wide_keys.cuh"
+#include "gpu/dense_logits/wide_row.cuh"
 
 namespace dsa::gpu {
 namespace {
@@ -61,43 +62,10 @@ __global__ void __launch_bounds__(kFactsThreads) request_keys_kernel(const float
   }
 }
 
-// One warp a (row, split): the row's query loaded once, then its wide groups j = split,
-// split + kWideSplits, ... two at a time (their loads overlap).
+// One warp a (row, split): wide_row.cuh.
 __global__ void __launch_bounds__(128) dense_wide_kernel(DenseWgmmaArgs a) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int row = a.tile_rows[int64_t(blockIdx.y) * kWgmmaTileRows + warp];
-  if (row < 0) return;
-  const int req = a.sel_req[row], len = a.sel_len[row];
-  const int64_t kcol = a.sel_kcol[row];
-  const int n = a.wide_count[req];
-  if (int(blockIdx.x) >= n) return;
-  const int32_t* list = a.wide_list + wide_list_offset(kcol, req);
-  const GenericRowArgs ga{a.qr, a.qexp, a.qscale, a.weights, a.kr, a.kexp};
-  GenericRow r;
-  load_generic_row(ga, row, r);
-  float* out = a.out + int64_t(row - a.row0) * a.ld;
-  float* keys = a.keys == nullptr ? nullptr : a.keys + int64_t(row - a.row0) * a.ld_keys;
-  // Lanes 0..7 hold positions pb + 0..7 (generic_score): the scores of the wide keys, and the
-  // block's key over all its positions below len (the generic route is exact for every key), but
-  // not the newest block's, which the main kernel set to +inf.
-  auto put = [&](int pb, float score) {
-    const int p = pb + 2 * t + g;
-    if (lane < 8 && p < len && a.kscale[kcol + p] == 0.0f) out[p] = score;
-    if (keys == nullptr) return;
-    float m = lane < 8 && p < len ? score : -__int_as_float(0x7F800000);
-#pragma unroll
-    for (int x = 1; x < 8; x *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, x));
-    if (lane == 0 && pb / 8 < (len + 7) / 8 - 1) keys[pb / 8] = m;
-  };
-  for (int j = blockIdx.x; j < n; j += 2 * kWideSplits) {
-    const int pb0 = 8 * list[j];
-    if (pb0 >= len) break;  // ascending: the rest lie past the row too
-    const int j1 = j + kWideSplits;
-    const int pb1 = j1 < n ? 8 * list[j1] : len;
-    const float s0 = generic_score(ga, r, kcol + pb0);
-    if (pb1 < len) put(pb1, generic_score(ga, r, kcol + pb1));
-    put(pb0, s0);
-  }
+  const int row = a.tile_rows[int64_t(blockIdx.y) * kWgmmaTileRows + (threadIdx.x >> 5)];
+  if (row >= 0) score_wide_row(a, row, blockIdx.x, kWideSplits);
 }
 
 }  // namespace

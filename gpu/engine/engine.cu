@@ -17,6 +17,7 @@
 #include "gpu/prep/prep.cuh"
 #include "gpu/small_topk/small_topk.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
+#include "gpu/topk/source_select.cuh"
 #include "gpu/topk/topk.cuh"
 #include "core/constants.hpp"
 
@@ -216,6 +217,13 @@ int source_chunk_rows(int nsel, int64_t ld) {
   constexpr int64_t kChunkBytes = int64_t(2) << 30;
   return int(std::clamp<int64_t>(kChunkBytes / (ld * int64_t(sizeof(float))), 1, all));
 }
+// The most rows the source selects in one launch (publish_once): one thread block a row, so about
+// one wave of them; more rows are faster with the stream kernels (level one's next row copied
+// while one is selected). DSA_SOURCE_SELECT_ROWS sets it (0: never).
+int source_select_rows() {
+  if (const char* env = std::getenv("DSA_SOURCE_SELECT_ROWS")) return std::max(std::atoi(env), 0);
+  return 2 * current_device_sms();
+}
 }  // namespace
 
 // The selected rows, their tables and the workspace for this batch's shape. Buffers only grow
@@ -288,6 +296,9 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   table_rows_.upload(rows);
   valid_len_.upload(valid);
   if (!tail_sel_.empty()) tail_rows_.upload(tail_sel_);
+  std::vector<int32_t> tail_of(size_t(std::max(nsel, 1)), -1);
+  for (size_t t = 0; t < tail_sel_.size(); ++t) tail_of[size_t(tail_sel_[t])] = int32_t(t);
+  tail_of_.upload(tail_of);
   blocks_.resize(n1 * kTopkBlocks);
   topk_list_.resize(size_t(std::max(nsel, 1)));
   level_kth_.resize(size_t(std::max(nsel, 1)));
@@ -353,6 +364,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   for (const Layer& l : batch.layers) plain_layers = plain_layers || l.role == Role::plain;
   // The mask path, --scores and plain layers read whole dense matrices.
   chunked_ = path_ == PathKind::sparse && !options.scores && !plain_layers && chunk_rows_ < nsel;
+  select_once_ = !chunked_ && max_len_ <= kSourceSelectMaxLen && nsel <= source_select_rows();
   const size_t drows = chunked_ ? size_t(chunk_rows_) : s1;
   dense_.resize(drows * size_t(ld_dense_));
   // The dense wgmma kernel addresses keys_ with 32-bit offsets (its dense matrix, 8x larger,
@@ -521,8 +533,6 @@ int GpuEngine::chunks() const { return (int(sel_.size()) + chunk_rows_ - 1) / ch
 // i - c.first.
 void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable, bool keys) {
   LayerSlot& t = slots_[layer.id];
-  const int w0 = c.index < 0 ? 0 : t.wtile_chunk[size_t(c.index)];
-  const int w1 = c.index < 0 ? t.nwtiles : t.wtile_chunk[size_t(c.index) + 1];
   const int p0 = c.index < 0 ? 0 : t.tile_chunk[size_t(c.index)];
   const int p1 = c.index < 0 ? t.ntiles : t.tile_chunk[size_t(c.index) + 1];
   DenseLogitsArgs a{qs_.get(), qr_.get(), qexp_.get(), qscale_.get(), row_fast_.get(), qsplit_.get(),
@@ -530,13 +540,22 @@ void GpuEngine::launch_dense(const Layer& layer, const Chunk& c, bool wgmma, boo
                     ks_.get(), kr_.get(), kexp_.get(), kscale_.get(), t.tile_rows.get(), t.tile_first.get() + p0,
                     t.tile_count.get() + p0, p1 - p0, sel_len_.get(), sel_kcol_.get(), max_len_, dense_.get(),
                     ld_dense_, c.first};
-  DenseWgmmaArgs w{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
-                   t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(), qscale_.get(),
-                   t.weights.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(), sel_kcol_.get(),
-                   sel_req_.get(), wide_count_.get(), wide_list_.get(), kdfrag_.get(), kbscale_.get(), req_blk_.get(),
-                   max_len_, dense_.get(), ld_dense_, c.first, keys ? keys_.get() : nullptr, ld_keys_};
-  if (wgmma) launch_dense_wgmma(w);
+  // The source's wide keys wait for publish_once's selection when it runs.
+  if (wgmma) launch_dense_wgmma(wgmma_args(layer, c, keys), !(select_once_ && layer.role == Role::source));
   if (portable) launch_dense_logits(a);
+}
+
+// The dense wgmma kernel's operands for the tiles of chunk c (index -1: every row).
+DenseWgmmaArgs GpuEngine::wgmma_args(const Layer& layer, const Chunk& c, bool keys) const {
+  const LayerSlot& t = slots_.at(layer.id);
+  const int w0 = c.index < 0 ? 0 : t.wtile_chunk[size_t(c.index)];
+  const int w1 = c.index < 0 ? t.nwtiles : t.wtile_chunk[size_t(c.index) + 1];
+  return DenseWgmmaArgs{qw_.get(), qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
+                        t.wtile_rows.get() + int64_t(w0) * kWgmmaTileRows, w1 - w0, qr_.get(), qexp_.get(),
+                        qscale_.get(), t.weights.get(), kr_.get(), kexp_.get(), kscale_.get(), sel_len_.get(),
+                        sel_kcol_.get(), sel_req_.get(), wide_count_.get(), wide_list_.get(), kdfrag_.get(),
+                        kbscale_.get(), req_blk_.get(), max_len_, dense_.get(), ld_dense_, c.first,
+                        keys ? keys_.get() : nullptr, ld_keys_};
 }
 
 void GpuEngine::portable_amax(const Layer& layer, const Chunk& c) {
@@ -637,13 +656,14 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   // top-2048 with the ascending write (the block sort); valid_len came from L (set_up).
   poison(keys_.get(), kPoisonByteFloat, size_t(nsel) * size_t(ld_keys_) * sizeof(float));
   dense_logits(source, true);
-  if (options.scores) copy_dense_scores(batch, source, out);
   int64_t sum_blocks = 0;
   for (int L : sel_len_host_) sum_blocks += (L + 7) / 8;
   const Chunk all{0, nsel, -1};
   portable_amax(source, all);
-  if (checks_) check_keys(all);
   time("block_amax", &source, 0, amax_bytes(source, sum_blocks), [&] { portable_amax(source, all); });
+  if (select_once_) return publish_once(batch, source, options, out, sum_blocks);
+  if (options.scores) copy_dense_scores(batch, source, out);
+  if (checks_) check_keys(all);
 
   poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
   launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch));
@@ -659,6 +679,37 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
        });
   published_ = true;
   own_topk(batch, source);
+}
+
+// Few rows: the wide keys of the wgmma rows (their dense scores and block keys), level one, the
+// tail copy and the own top-k in one launch; the same outputs as publish's launches.
+void GpuEngine::publish_once(const Batch& batch, const Layer& source, const RunOptions& options, Results& out,
+                             int64_t sum_blocks) {
+  const int nsel = int(sel_.size()), ntail = int(tail_sel_.size()), k = batch.topk;
+  LayerSlot& slot = slots_[source.id];
+  const Chunk all{0, nsel, -1};
+  const SourceSelectArgs a{wgmma_args(source, all, true), use_wgmma_ ? slot.row_wgmma.get() : nullptr,
+                           keys_.get(), ld_keys_, sel_len_.get(), nsel, blocks_.get(), level_kth(batch),
+                           ntail > 0 ? tail_of_.get() : nullptr, dense_.get(), ld_dense_, valid_len_.get(), k,
+                           slot.picks.get(), topk_list_.get()};
+  poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
+  poison(slot.picks.get(), kPoisonByteInt, size_t(nsel) * k * sizeof(int32_t));
+  launch_source_select(a);
+  if (checks_) {
+    check_keys(all);
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel + ntail,
+                                   nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
+                  "block_topk");
+    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(slot.picks.get()), k, nsel, nullptr, 1, k,
+                                   0xA5A5A5A5u),
+                  "topk");
+  }
+  time("source_select", &source, 0,
+       double(sum_blocks) * 4 + double(nsel + ntail) * kTopkBlocks * 4 + double(sum_valid_) * 4 + double(nsel) * k * 4,
+       [&] { launch_source_select(a); });
+  published_ = true;
+  own_via_blocks_ = true;
+  if (options.scores) copy_dense_scores(batch, source, out);
 }
 
 // The sparse path's source layer a chunk of rows at a time (set_up): dense scores, block amax,

@@ -4,7 +4,9 @@
 // published table and on the tail table, plain layers take their own top-k. The mode decides
 // the consumers' path: paged sparse bf16 logits + small top-k (gpu-sparse) or dense fp32 logits
 // ranked inside the published blocks (gpu-mask). On gpu-sparse the source runs a chunk of rows
-// at a time (publish_chunked), so its [rows x context] fp32 scores never exist whole.
+// at a time (publish_chunked), so its [rows x context] fp32 scores never exist whole; a batch of
+// few rows (a decode step) selects at the source in one launch (publish_once), so that a
+// captured step runs three kernels a layer.
 //
 // Steps (issue 12): a step is one run over a batch. The engine's device buffers form a workspace
 // sized from the batch (rows, lengths, layers); with keep_workspace a second step of the same
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "gpu/common/device_buffer.cuh"
+#include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/common/timing.cuh"
 #include "core/implementation.hpp"
 #include "core/path.hpp"
@@ -107,11 +110,14 @@ class GpuEngine : public Implementation {
   // keys: the wgmma kernel also writes level one's block keys of its rows (keys_).
   void dense_logits(const Layer& layer, bool keys = false);
   void launch_dense(const Layer& layer, const Chunk& c, bool wgmma, bool portable, bool keys = false);
+  DenseWgmmaArgs wgmma_args(const Layer& layer, const Chunk& c, bool keys) const;
   // The block keys of chunk c's rows that the dense wgmma kernel does not cover (keys_).
   void portable_amax(const Layer& layer, const Chunk& c);
   double amax_bytes(const Layer& layer, int64_t sum_blocks) const;
   void check_keys(const Chunk& c);
   void publish_chunked(const Batch& batch, const Layer& source);
+  void publish_once(const Batch& batch, const Layer& source, const RunOptions& options, Results& out,
+                    int64_t sum_blocks);
   // Where level one reports its k-th block keys from row `first` on: only at topk 2048, where the
   // own top-k's check reads them (launch_own_topk); below it, nowhere (no kth pass).
   uint32_t* level_kth(const Batch& batch, int first = 0) {
@@ -161,6 +167,9 @@ class GpuEngine : public Implementation {
   // when chunked_: dense_ and keys_ then hold one chunk's rows, not every selected row's.
   int chunk_rows_ = 1;
   bool chunked_ = false;
+  // Few rows (a decode step): the source's wide keys, level one, the tail copy and the own top-k
+  // run in one launch (publish_once, gpu/topk/source_select.cuh).
+  bool select_once_ = false;
   DeviceBuffer<int32_t> sel_rows_, sel_len_, sel_req_;
   DeviceBuffer<int64_t> sel_kcol_;
   std::vector<int32_t> sel_req_host_;
@@ -210,12 +219,13 @@ class GpuEngine : public Implementation {
 
   // The tables. Table rows 0..nsel-1 are the selected rows (the published table); rows nsel.. are
   // the tail table, the selected rows that are tail rows, whose published rows the source copies
-  // in (gather_rows). One launch serves both tables.
+  // in (gather_rows, or publish_once's selection itself). One launch serves both tables.
   std::vector<int32_t> tail_sel_;     // selected-row index of each tail-table row
   std::vector<int32_t> tail_index_;   // index into tail_positions
   std::vector<int32_t> table_rows_host_, valid_len_host_;
   int64_t sum_valid_ = 0, sum_valid_table_ = 0;  // over the selected rows, over both tables
   DeviceBuffer<int32_t> table_rows_, tail_rows_, blocks_, valid_len_;
+  DeviceBuffer<int32_t> tail_of_;  // [nsel] each selected row's tail-table row, -1 for none
   DeviceBuffer<float> dense_, keys_;
   DeviceBuffer<uint16_t> sparse_;
   DeviceBuffer<int32_t> topk_list_;  // launch_own_topk's row list

@@ -50,8 +50,16 @@ struct SparseLogitsArgs {
 };
 void launch_sparse_logits(const SparseLogitsArgs& a);
 
+// Whether launch_sparse_logits scores rows on both routes in one launch (few rows, a decode step:
+// the wgmma kernel with extra blocks for the other rows, or on devices without wgmma one mma.sync
+// kernel for all). DSA_SPARSE_ONE_LAUNCH_ROWS sets the most rows (default two a streaming
+// multiprocessor; 0: never).
+bool sparse_one_launch(int n, int n_split);
+
 // Whether this device runs the wgmma kernel of the split rows (sm_90; elsewhere mma.sync).
 bool sparse_wgmma_supported();
-void launch_sparse_wgmma(const SparseLogitsArgs& a);  // the split rows, order[0, n_split)
+// The split rows, order[0, n_split); with_other: the other rows too, in the same launch (on the
+// mma.sync routes, in extra blocks).
+void launch_sparse_wgmma(const SparseLogitsArgs& a, bool with_other = false);
 
 }  // namespace dsa::gpu

@@ -7,6 +7,7 @@
 #include "gpu/common/wgmma_device.cuh"
 #include "gpu/sparse_logits/sparse_logits.cuh"
 #include "gpu/sparse_logits/row_job.cuh"
+#include "gpu/sparse_logits/sparse_mma.cuh"
 #include "gpu/sparse_logits/sparse_slow.cuh"
 
 // Paged sparse logits of the split-route rows on Hopper's wgmma (sm_90a), bit-identical to the
@@ -335,17 +336,45 @@ __device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs&
 
 #endif  // DSA_SPARSE_WGMMA
 
-// kGroups consecutive split-route rows (order[kGroups blockIdx.x + group]) per CTA, one per warpgroup.
-__global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel(SparseLogitsArgs a) {
+// The other rows' shared memory in a block of the wgmma kernel: sparse_mma's per-warp state and
+// key ring, as its kernels hold them.
+constexpr size_t kOtherRingOffset = (sizeof(sparse_mma::WarpSmem) * 4 + 127) / 128 * 128;
+constexpr size_t kOtherSmemBytes = kOtherRingOffset + sizeof(sparse_mma::TileSlot) * 4 * sparse_mma::kDepth;
+
+// A block of the other rows (table rows order[n_split..]): a part of a row a warp, on the
+// mma.sync routes.
+__device__ __forceinline__ void score_other_rows(const SparseLogitsArgs& a, int parts, uint8_t* smem) {
+  static_assert(kGroups == 1 && sparse_mma::kWarps == 4, "four warps a block, as sparse_mma's kernels");
+  auto* warp_smem = reinterpret_cast<sparse_mma::WarpSmem*>(smem);
+  auto* ring = reinterpret_cast<sparse_mma::TileSlot(*)[sparse_mma::kDepth]>(smem + kOtherRingOffset);
+  const int warp = threadIdx.x >> 5;
+  SparseRowJob j;
+  if (sparse_mma::warp_job(a, a.n_split, a.n - a.n_split, parts, blockIdx.x * 4 + warp, j))
+    sparse_mma::score_other_part(a, j, warp_smem[warp], ring[warp]);
+}
+
+// kGroups consecutive split-route rows (order[kGroups blockIdx.x + group]) per CTA, one per
+// warpgroup. kOther: the first blocks score the other rows instead (score_other_rows, `parts`
+// warps a row), so that a small batch on both routes takes one launch (sparse_one_launch); they
+// come first so that their longer walks start first.
+template <bool kOther>
+__global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel(SparseLogitsArgs a, int parts) {
 #ifdef DSA_SPARSE_WGMMA
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   // The swizzle works on absolute shared addresses: B starts on a 1024-byte boundary.
   const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
-  Smem& all = *reinterpret_cast<Smem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
+  uint8_t* aligned = smem_raw + ((1024 - (base & 1023)) & 1023);
+  int cta = blockIdx.x;
+  if constexpr (kOther) {
+    const int other_ctas = ((a.n - a.n_split) * parts + 3) / 4;
+    if (cta < other_ctas) return score_other_rows(a, parts, aligned);
+    cta -= other_ctas;
+  }
+  Smem& all = *reinterpret_cast<Smem*>(aligned);
   const int group = kGroups == 1 ? 0 : int(threadIdx.x >> 7);
   const int w = (threadIdx.x >> 5) & 3;
   GroupSmem& sm = all.group[group];
-  const int slot = blockIdx.x * kGroups + group;
+  const int slot = cta * kGroups + group;
   if (slot >= a.n_split) return;  // whole warpgroups only: the barriers below are per group
   const SparseRowJob j = sparse_row_job(a, a.order[slot]);
   const int split = a.row_split[j.row];  // 1, or 2 + the doubled group (prep.cuh)
@@ -365,12 +394,22 @@ __global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel
 
 bool sparse_wgmma_supported() { return wgmma_device(); }
 
-void launch_sparse_wgmma(const SparseLogitsArgs& a) {
+void launch_sparse_wgmma(const SparseLogitsArgs& a, bool with_other) {
   if (a.n_split == 0) return;
-  const int smem = int(sizeof(Smem)) + 1024;  // room to align (sparse_wgmma_kernel)
-  DSA_CUDA_CHECK(cudaFuncSetAttribute(sparse_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  sparse_wgmma_kernel<<<unsigned((a.n_split + kGroups - 1) / kGroups), kGroups * 128, smem>>>(a);
-  DSA_LAUNCH_CHECK("sparse_wgmma_kernel");
+  const unsigned split_ctas = unsigned((a.n_split + kGroups - 1) / kGroups);
+  if (!with_other || a.n == a.n_split) {
+    const int smem = int(sizeof(Smem)) + 1024;  // room to align (sparse_wgmma_kernel)
+    DSA_CUDA_CHECK(cudaFuncSetAttribute(sparse_wgmma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    sparse_wgmma_kernel<false><<<split_ctas, kGroups * 128, smem>>>(a, 0);
+    DSA_LAUNCH_CHECK("sparse_wgmma_kernel");
+    return;
+  }
+  const int rows = a.n - a.n_split, parts = sparse_mma::row_parts(rows, kCtasPerSm);
+  const unsigned other_ctas = unsigned((rows * parts + 3) / 4);
+  const int smem = int(std::max(sizeof(Smem), kOtherSmemBytes)) + 1024;
+  DSA_CUDA_CHECK(cudaFuncSetAttribute(sparse_wgmma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  sparse_wgmma_kernel<true><<<other_ctas + split_ctas, kGroups * 128, smem>>>(a, parts);
+  DSA_LAUNCH_CHECK("sparse_wgmma_kernel<other rows too>");
 }
 
 }  // namespace dsa::gpu

@@ -35,6 +35,10 @@ void launch_topk_mask(const float* dense, int64_t ld, const int32_t* dense_row, 
 void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
                      const uint32_t* level_kth, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
                      int32_t* list);
+// The full-row pass of the rows launch_own_topk's check listed (k = 2048; the selection wrote
+// the list), over their dense rows.
+void launch_own_full_pass(const float* dense, int64_t ld, const int32_t* len, int nrows, int k, int32_t* out,
+                          const int32_t* list);
 // How many rows took the full pass, from launch_own_topk's list (copied to the host).
 int own_topk_full_rows(const std::vector<int32_t>& list);
 

@@ -348,6 +348,8 @@ TEST_CASE("gpu-sparse and gpu-mask equal the exact CPU model bit for bit") {
 
 // topk 1024 and 2048 (batch-format.md allows both): every selection at another width, and at
 // 2048 the own top-k's check against level one's k-th key with its full-row pass.
+// Both forms of the source's selection: one launch (publish_once, the default for this few rows)
+// and the separate launches (DSA_SOURCE_SELECT_ROWS=0, as for large batches).
 TEST_CASE("topk 1024 and 2048: gpu-sparse and gpu-mask equal the exact CPU model") {
   for (int k : {1024, 2048}) {
     INFO("topk " << k);
@@ -357,10 +359,14 @@ TEST_CASE("topk 1024 and 2048: gpu-sparse and gpu-mask equal the exact CPU model
     const Batch b = make_batch(spec, 17);
     RunOptions o;
     o.scores = true;
-    for (bool sparse : {true, false}) {
-      INFO((sparse ? "gpu-sparse" : "gpu-mask"));
-      auto impl = sparse ? gpu::make_gpu_sparse() : gpu::make_gpu_mask();
-      check_against_model(b, impl->run(b, o), sparse, all_rows(b));
+    for (const char* once_rows : {"0", "1000"}) {
+      INFO("DSA_SOURCE_SELECT_ROWS=" << once_rows);
+      const ScopedEnv env("DSA_SOURCE_SELECT_ROWS", once_rows);
+      for (bool sparse : {true, false}) {
+        INFO((sparse ? "gpu-sparse" : "gpu-mask"));
+        auto impl = sparse ? gpu::make_gpu_sparse() : gpu::make_gpu_mask();
+        check_against_model(b, impl->run(b, o), sparse, all_rows(b));
+      }
     }
   }
 }
@@ -416,13 +422,19 @@ std::pair<int, int> sparse_routes(const Results& r) {
 
 // The split rows take the wgmma kernel on sm_90 (keys as A from registers, one warpgroup per
 // row), the mma.sync kernel elsewhere or when asked; rows off the split route and blocks with a
-// wide key (every 97th key) take the other routes inside both.
+// wide key (every 97th key) take the other routes inside both. Few rows on both routes (this
+// batch) take one launch by default (sparse_one_launch): the wgmma kernel with extra blocks for
+// the other rows, or one mma.sync kernel for all (the portable run); both forms of two launches
+// with DSA_SPARSE_ONE_LAUNCH_ROWS=0.
 TEST_CASE("sparse logits: the wgmma route and the portable kernels each give the model's bits") {
   model_cache().clear();
   const Batch b = make_batch(standard_spec(), 23);
   RunOptions o;
   o.scores = true;
-  const Results both = gpu::make_gpu_sparse()->run(b, o);
+  const Results both = [&] {
+    const ScopedEnv env("DSA_SPARSE_ONE_LAUNCH_ROWS", "0");
+    return gpu::make_gpu_sparse()->run(b, o);
+  }();
   const auto [wgmma, total] = sparse_routes(both);
   INFO(both.notes);
   REQUIRE(total > 0);
@@ -437,6 +449,15 @@ TEST_CASE("sparse logits: the wgmma route and the portable kernels each give the
   }();
   CHECK(sparse_routes(portable).first == 0);
   check_against_model(b, portable, true, all_rows(b));
+  const Results portable_two = [&] {
+    const ScopedEnv env("DSA_SPARSE_PORTABLE", "1"), rows("DSA_SPARSE_ONE_LAUNCH_ROWS", "0");
+    return gpu::make_gpu_sparse()->run(b, o);
+  }();
+  check_against_model(b, portable_two, true, all_rows(b));
+  const Results once = gpu::make_gpu_sparse()->run(b, o);
+  CHECK(sparse_routes(once).first == wgmma);
+  CHECK(sparse_routes(once).second == total);
+  check_against_model(b, once, true, all_rows(b));
 }
 
 TEST_CASE("page size 64 and sampled rows give the full run's answers") {
@@ -508,6 +529,8 @@ TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answ
   }
 }
 
+// Both forms of the source's selection: separate launches (DSA_SOURCE_SELECT_ROWS=0), and one
+// launch (publish_once: few rows), timed as source_select.
 TEST_CASE("timings name every kernel with events and positive medians") {
   Spec spec;
   spec.lc = {18000};
@@ -517,16 +540,26 @@ TEST_CASE("timings name every kernel with events and positive medians") {
   RunOptions o;
   o.timing = true;
   o.timing_samples = 20;
-  const Results res = gpu::make_gpu_sparse()->run(b, o);
-  std::vector<std::string> names;
-  for (const KernelTiming& t : res.timings) {
-    names.push_back(t.kernel);
-    CHECK(t.samples >= 20);
-    CHECK(t.median_ms > 0);
-    CHECK(t.min_ms <= t.median_ms);
-    CHECK(t.median_ms <= t.max_ms);
+  for (const char* once_rows : {"0", "1000"}) {
+    INFO("DSA_SOURCE_SELECT_ROWS=" << once_rows);
+    const ScopedEnv env("DSA_SOURCE_SELECT_ROWS", once_rows);
+    const Results res = gpu::make_gpu_sparse()->run(b, o);
+    std::vector<std::string> names;
+    for (const KernelTiming& t : res.timings) {
+      names.push_back(t.kernel);
+      CHECK(t.samples >= 20);
+      CHECK(t.median_ms > 0);
+      CHECK(t.min_ms <= t.median_ms);
+      CHECK(t.median_ms <= t.max_ms);
+    }
+    std::vector<std::string> want = {"gpu-sparse/dense_logits", "gpu-sparse/block_amax", "gpu-sparse/sparse_logits",
+                                     "gpu-sparse/small_topk"};
+    for (const char* k : {"gpu-sparse/block_topk", "gpu-sparse/topk", "gpu-sparse/source_select"})
+      if ((std::string(k) == "gpu-sparse/source_select") == (std::string(once_rows) != "0")) want.push_back(k);
+    for (const std::string& k : want) {
+      INFO(k);
+      CHECK(std::find(names.begin(), names.end(), k) != names.end());
+    }
+    CHECK(names.size() >= want.size());
   }
-  for (const char* k : {"gpu-sparse/dense_logits", "gpu-sparse/block_amax", "gpu-sparse/topk",
-                        "gpu-sparse/block_topk", "gpu-sparse/sparse_logits", "gpu-sparse/small_topk"})
-    CHECK(std::find(names.begin(), names.end(), k) != names.end());
 }
