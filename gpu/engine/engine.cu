@@ -697,12 +697,7 @@ void GpuEngine::publish_once(const Batch& batch, const Layer& source, const RunO
   launch_source_select(a);
   if (checks_) {
     check_keys(all);
-    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel + ntail,
-                                   nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
-                  "block_topk");
-    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(slot.picks.get()), k, nsel, nullptr, 1, k,
-                                   0xA5A5A5A5u),
-                  "topk");
+    check_published(slot, k);
   }
   time("source_select", &source, 0,
        double(sum_blocks) * 4 + double(nsel + ntail) * kTopkBlocks * 4 + double(sum_valid_) * 4 + double(nsel) * k * 4,
@@ -752,16 +747,20 @@ void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
   }
   if (timing_) time_chunked(source, n, k, amax, block_topk, own, run);
   if (ntail > 0) gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, blocks_.get() + int64_t(nsel) * kTopkBlocks);
-  if (checks_) {
-    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel + ntail,
-                                   nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
-                  "block_topk");
-    check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(slot.picks.get()), k, nsel, nullptr, 1, k,
-                                   0xA5A5A5A5u),
-                  "topk");
-  }
+  if (checks_) check_published(slot, k);
   published_ = true;
   own_via_blocks_ = true;
+}
+
+// Every published block of both tables and every own pick of the source written.
+void GpuEngine::check_published(const LayerSlot& source, int k) {
+  const int nsel = int(sel_.size()), ntail = int(tail_sel_.size());
+  check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(blocks_.get()), kTopkBlocks, nsel + ntail,
+                                 nullptr, 1, kTopkBlocks, 0xA5A5A5A5u),
+                "block_topk");
+  check_written(count_poison_u32(reinterpret_cast<const uint32_t*>(source.picks.get()), k, nsel, nullptr, 1, k,
+                                 0xA5A5A5A5u),
+                "topk");
 }
 
 // Each kernel of the chunked source timed over every chunk. The timed launches of one kernel

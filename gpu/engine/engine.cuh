@@ -115,6 +115,7 @@ class GpuEngine : public Implementation {
   void portable_amax(const Layer& layer, const Chunk& c);
   double amax_bytes(const Layer& layer, int64_t sum_blocks) const;
   void check_keys(const Chunk& c);
+  void check_published(const LayerSlot& source, int k);
   void publish_chunked(const Batch& batch, const Layer& source);
   void publish_once(const Batch& batch, const Layer& source, const RunOptions& options, Results& out,
                     int64_t sum_blocks);

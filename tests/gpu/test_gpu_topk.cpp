@@ -23,6 +23,7 @@
 #include "reference/formats.hpp"
 #include "reference/selection.hpp"
 #include "tests/catch.hpp"
+#include "tests/gpu/own_rows.hpp"
 #include "tests/gpu/same_results.hpp"
 
 using namespace dsa;
@@ -147,30 +148,17 @@ TEST_CASE("block top-2048 equals the reference's top-k, ties by smaller block id
 // k = 2048 the all-equal row must take it (its k-th candidate score equals the smallest published
 // block key), and its answer still equals the reference's.
 TEST_CASE("own top-k through level one equals the whole row's top-k, ties and the full-row pass included") {
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  const std::vector<int> lens = {20000, 20000, 300, 16385, 30000, 2049};
-  const int nrows = int(lens.size()), max_len = 30000;
-  const int64_t ld = (max_len + 7) / 8 * 8, ld_keys = ((max_len + 7) / 8 + 3) / 4 * 4;
-  std::vector<float> dense(size_t(nrows * ld), 0.f);
-  for (int r = 0; r < nrows; ++r)
-    for (int i = 0; i < lens[size_t(r)]; ++i) {
-      float& v = dense[size_t(r * ld + i)];
-      if (r == 0) v = 1.f;                                  // all equal
-      else if (r == 4) v = std::floor(normal(rng) * 2.f);   // few values: ties everywhere
-      else v = normal(rng) + 0.001f * float(i % 1000);
-    }
-  std::vector<int32_t> valid(static_cast<size_t>(nrows));
-  for (int r = 0; r < nrows; ++r) {
-    const int64_t kept = std::min<int64_t>(ref::block_count(lens[size_t(r)]), kTopkBlocks);
-    valid[size_t(r)] = int32_t(ref::valid_len_of(kept, lens[size_t(r)]));
-  }
+  const test::OwnRows rows = test::own_rows({20000, 20000, 300, 16385, 30000, 2049}, 5);
+  const std::vector<int>& lens = rows.lens;
+  const std::vector<float>& dense = rows.dense;
+  const int nrows = int(lens.size()), max_len = rows.max_len;
+  const int64_t ld = rows.ld, ld_keys = rows.ld_keys;
   gpu::DeviceBuffer<float> d_dense, d_keys(size_t(nrows * ld_keys));
   gpu::DeviceBuffer<int32_t> d_len, d_valid, d_blocks(size_t(nrows) * kTopkBlocks), d_list(static_cast<size_t>(nrows));
   gpu::DeviceBuffer<uint32_t> d_kth(static_cast<size_t>(nrows));
   d_dense.upload(dense);
   d_len.upload(lens);
-  d_valid.upload(valid);
+  d_valid.upload(rows.valid);
   gpu::launch_block_amax(d_dense.get(), ld, d_len.get(), nullptr, nrows, 0, max_len, d_keys.get(), ld_keys);
   gpu::launch_block_topk(d_keys.get(), ld_keys, d_len.get(), nrows, max_len, d_blocks.get(), d_kth.get());
   for (int k : {512, 2048}) {
