@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "gpu/common/device_buffer.cuh"
-#include "gpu/dense_logits/dense_wgmma.cuh"
 #include "gpu/common/timing.cuh"
+#include "gpu/dense_logits/dense_wgmma.cuh"
 #include "core/implementation.hpp"
 #include "core/path.hpp"
 

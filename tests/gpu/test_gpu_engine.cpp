@@ -79,7 +79,7 @@ void check_steps(PathKind path, const std::string& preset, bool other_values) {
     // one, the tail copy and the own top-k in one launch (few rows: publish_once); query prep, the
     // sparse routes in one launch (few rows), small top-k (gpu-mask: query prep, two dense routes
     // and the wide-key pass, mask top-k). A decode step on the sparse path: at most three a layer
-    // (issue 12), every row of its batch on the wgmma routes or on sparse_rows_kernel.
+    // (issue 12); its off-route rows run in extra blocks of the sparse wgmma launch.
     const bool decode = preset == "decode" && path == PathKind::sparse;
     const int64_t bound = !layer ? 3 : decode ? 3 : layer->role == Role::source ? 6 : path == PathKind::sparse ? 3 : 5;
     CHECK(s.launches <= bound);

@@ -7,9 +7,7 @@
 // ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "core/constants.hpp"
