@@ -33,6 +33,10 @@ class Implementation {
 
   // Template method: prepares `Results`, then calls the protocol steps below.
   Results run(const Batch& batch, const RunOptions& options);
+  // The protocol steps (begin, each layer, end) of one step captured as a CUDA graph, each with
+  // the kernels it launched: what a serving engine replays per decode step. Empty where the
+  // implementation captures no graphs (the CPU ones).
+  virtual std::vector<StepRecord> captured_steps(const Batch&, const RunOptions&) { return {}; }
 
  protected:
   virtual void begin(const Batch&, const RunOptions&, Results&) {}

@@ -992,6 +992,14 @@ Results GpuEngine::capture(const Batch& batch, const RunOptions& options) {
   }
 }
 
+std::vector<StepRecord> GpuEngine::captured_steps(const Batch& batch, const RunOptions& options) {
+  set_keep_workspace(true);
+  RunOptions plain = options;
+  plain.timing = plain.scores = false;
+  run(batch, plain);
+  return capture(batch, plain).steps;
+}
+
 Results GpuEngine::replay(const Batch& batch, const RunOptions& options) {
   if (!graph_) throw std::logic_error(name() + ": replay before capture");
   const std::vector<int32_t> sel = selected_rows(batch, options);

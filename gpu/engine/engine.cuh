@@ -54,6 +54,9 @@ class GpuEngine : public Implementation {
   // run's record: its steps count the launches captured per layer; it holds no outputs.
   // Not with options.timing or options.scores.
   Results capture(const Batch& batch, const RunOptions& options);
+  // A plain run (the plan), then capture(): the captured step's launches per protocol step. Keeps
+  // the workspace from then on.
+  std::vector<StepRecord> captured_steps(const Batch& batch, const RunOptions& options) override;
   // Uploads `batch`'s inputs into the workspace, launches the captured graph and returns the
   // step's outputs. `batch` must have the captured batch's shape. With other values than the
   // captured batch's, the plan may no longer hold (a row the plan puts on the split or wgmma route

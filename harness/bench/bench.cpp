@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 
@@ -90,6 +91,16 @@ ImplRun bench_path(const std::string& impl, const BenchBatch& b, const std::stri
     const Results r = p->run(b.batch, plain);
     steps.push_back(r.steps);
     run.peak_device_bytes = std::max<long long>(run.peak_device_bytes, r.peak_device_bytes);
+  }
+  // The step as a serving engine replays it: a CUDA graph's launches per layer (issue 12: at most
+  // three on a decode step), figures "<impl>/graph/step".
+  try {
+    std::vector<StepRecord> captured = p->captured_steps(b.batch, plain);
+    for (StepRecord& s : captured) s.wall_ms = 0;  // recording a graph runs nothing: no time to judge
+    if (!captured.empty())
+      for (const KernelFigure& k : step_figures(impl + "/graph", {captured})) run.kernels.push_back(k);
+  } catch (const std::exception& e) {  // the paths table then shows no captured launches
+    std::fprintf(stderr, "bench: %s on %s: not captured as a CUDA graph: %s\n", impl.c_str(), id.c_str(), e.what());
   }
   RunOptions timed = plain;
   timed.timing = true;

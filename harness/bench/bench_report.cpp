@@ -12,7 +12,12 @@ namespace {
 
 using reports::format_number;
 
-bool is_step(const KernelFigure& k) { return k.kernel.size() > 5 && k.kernel.substr(k.kernel.size() - 5) == "/step"; }
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+// Protocol steps of untimed runs ("<impl>/step") and of a captured CUDA graph ("<impl>/graph/step").
+bool is_step(const KernelFigure& k) { return ends_with(k.kernel, "/step"); }
+bool is_graph_step(const KernelFigure& k) { return ends_with(k.kernel, "/graph/step"); }
 
 // A route's share of a kernel ("gpu-mask/dense_logits.wgmma"): shown, never added to totals.
 bool is_part(const KernelFigure& k) { return k.kernel.find('.', k.kernel.rfind('/')) != std::string::npos; }
@@ -89,21 +94,28 @@ BenchTable kernels_table(const Report& r) {
 BenchTable paths_table(const Report& r) {
   BenchTable t{"Paths (per batch)",
                {"path", "context", "rows", "kernels ms (sum of medians)", "peak device memory", "launches per step",
-                "wall ms per step (median of untimed runs)"},
+                "launches per captured step (CUDA graph)", "wall ms per step (median of untimed runs)"},
                {},
-               "A step is one protocol call (begin, each layer, end); launches include the engine's output checks."};
+               "A step is one protocol call (begin, each layer, end); launches include the engine's output checks, "
+               "a captured step's are its kernels alone."};
+  auto add = [](std::string& list, const KernelFigure& k, const std::string& value) {
+    list += (list.empty() ? "" : ", ") + k.layer + ": " + value;
+  };
   for (const ImplRun& run : r.runs) {
     if (run.impl == kCeilingsImpl || run.impl == kTorchPeerImpl) continue;
-    std::string launches, walls;
-    for (const KernelFigure& k : run.kernels)
-      if (is_step(k)) {
-        launches += (launches.empty() ? "" : ", ") + k.layer + ": " + std::to_string(k.calls);
-        walls += (walls.empty() ? "" : ", ") + k.layer + ": " + format_number(k.median_ms);
+    std::string launches, captured, walls;
+    for (const KernelFigure& k : run.kernels) {
+      if (is_graph_step(k)) {
+        add(captured, k, std::to_string(k.calls));
+      } else if (is_step(k)) {
+        add(launches, k, std::to_string(k.calls));
+        add(walls, k, format_number(k.median_ms));
       }
+    }
     const std::string peak =
         run.peak_device_bytes < 0 ? "-" : format_number(double(run.peak_device_bytes) / (1 << 30), 4) + " GiB";
     t.rows.push_back({run.impl, context_of(r, run.batch_id), std::to_string(run.rows), format_number(kernels_ms(run)),
-                      peak, launches, walls});
+                      peak, launches, captured.empty() ? "-" : captured, walls});
   }
   return t;
 }

@@ -71,6 +71,8 @@ inline Report bench_sample(const std::string& slow = "", double factor = 1) {
                                                         {{"20", 191.0, 9}, {"24", 50.6, 6}},
                                                         {{"20", 189.9, 9}, {"24", 50.1, 6}}};
     for (const KernelFigure& k : step_figures(p.impl, steps)) run.kernels.push_back(k);
+    const std::vector<std::vector<StepRecord>> graph = {{{"20", 0, 3}, {"24", 0, 3}}};
+    for (const KernelFigure& k : step_figures(std::string(p.impl) + "/graph", graph)) run.kernels.push_back(k);
     r.runs.push_back(run);
   }
   finalize_report(r);

@@ -36,9 +36,10 @@ TEST_CASE("bench report.md: ceilings, kernels with their share, paths") {
   // dense_logits: 3.409e13 int8 ops at the loop's 6.942e14/s = 49.11 ms of 174.6 ms = 28.1 %.
   CHECK(has(md, "| gpu-sparse | 262144 | 16384 | gpu-sparse/dense_logits | 20 | 1 | 174.6 |"));
   CHECK(has(md, "| 49.11 | 28.1 % |"));
-  CHECK(has(md, "| gpu-mask | 262144 | 16384 | 362.5 | 19 GiB | 20: 9, 24: 6 | 20: 190.5, 24: 50.2 |"));
+  CHECK(has(md, "| gpu-mask | 262144 | 16384 | 362.5 | 19 GiB | 20: 9, 24: 6 | 20: 3, 24: 3 | 20: 190.5, 24: 50.2 |"));
   // A route's share is listed, without a floor, and not added to the path's sum (362.5 above).
   CHECK(has(md, "| gpu-mask/dense_logits.wgmma | 20 | 1 | 150 | 147..153 | - | - | (a route's share) |"));
+  CHECK_FALSE(has(md, "| gpu-mask/graph/step"));  // captured launches only in the paths table
   CHECK_FALSE(has(md, "PyTorch"));  // no peer, no peer table
 }
 
