@@ -1,9 +1,10 @@
 // gpu/small_topk: the sparse path's top-512 over bf16 candidate scores, with the page transform,
 // against the reference's bf16 top-k on rows built for the radix select's branches: ties across
 // the row, +0 against -0, a cut inside the last digit, a bin that holds exactly the keys still
-// needed, short rows, the one-pass window under the largest key missed (a far outlier, the k-th
-// key on its floor) and just hit; more rows than an H200 holds blocks at once (two an SM), so blocks that
-// start late reuse the shared memory of finished ones. ctest -L gpu; exits 77 without a GPU.
+// needed, short rows, the one-pass window under the largest key hit on its floor and just missed,
+// a far outlier, huge negatives whose high byte is the padding's; more rows than an H200 holds
+// blocks at once (five an SM), so blocks that start late reuse the shared memory of finished
+// ones. ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
 #include <algorithm>
 #include <cstdint>
@@ -44,19 +45,32 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
       {"far outlier", kCandidateWidth, [](int i, std::mt19937& g, std::normal_distribution<float>& d) {
          return i == 77 ? uint16_t(0x7F80) : ref::bf16_rne(d(g));
        }},
-      // The k-th key (1.0, tied) exactly on the window's floor, 2047 values under the largest.
+      // The k-th key (1.0, tied) on the window's lowest value, 255 under the largest.
       {"k-th on the window floor", kCandidateWidth, [](int i, std::mt19937&, std::normal_distribution<float>&) {
-         return uint16_t(i == 5 ? 0x3F80 + 2047 : 0x3F80);
+         return uint16_t(i == 5 ? 0x3F80 + 255 : 0x3F80);
        }},
-      // The k-th key (tied) one value above that floor: the window's lowest counted bin.
+      // The k-th key one value under that floor: the digit passes.
+      {"k-th just under the window", kCandidateWidth, [](int i, std::mt19937&, std::normal_distribution<float>&) {
+         return uint16_t(i == 5 ? 0x3F80 + 256 : 0x3F80);
+       }},
+      // The k-th key (tied) one value above the floor: the window's second bin.
       {"k-th just above the floor", kCandidateWidth, [](int i, std::mt19937&, std::normal_distribution<float>&) {
-         return uint16_t(i == 5 ? 0x3F80 + 2047 : i % 2 ? 0x3F81 : 0x3F80);
+         return uint16_t(i == 5 ? 0x3F80 + 255 : i % 2 ? 0x3F81 : 0x3F80);
+       }},
+      // -inf and the most negative finite value under one +inf: the k-th key's high byte is the
+      // padding's (0), which the digit passes must not count.
+      {"negatives under +inf", 2001, [](int i, std::mt19937&, std::normal_distribution<float>&) {
+         return uint16_t(i == 3 ? 0x7F80 : i % 3 ? 0xFF7F : 0xFF80);
+       }},
+      // Mostly -inf with a tied cut: the k-th key is the least real key.
+      {"k-th is -inf", 3003, [](int i, std::mt19937&, std::normal_distribution<float>&) {
+         return uint16_t(i % 7 == 0 ? 0x4000 : 0xFF80);
        }},
   };
-  // The cases repeated in rotating order: more rows than two blocks an SM on an H200, rows of
+  // The cases repeated in rotating order: more rows than five blocks an SM on an H200, rows of
   // every kind next to each other.
   std::vector<const Case*> row_case;
-  for (int rep = 0; rep < 37; ++rep)
+  for (int rep = 0; rep < 60; ++rep)
     for (size_t i = 0; i < cases.size(); ++i) row_case.push_back(&cases[(i * 3 + size_t(rep)) % cases.size()]);
   const int nrows = int(row_case.size());
   std::vector<uint16_t> scores(size_t(nrows) * kCandidateWidth, 0);
