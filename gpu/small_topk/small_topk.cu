@@ -9,10 +9,10 @@
 // are selected at once on an SM (42 KB each), and one row's bulk copy (cp.async.bulk, no
 // registers) lands while the others compute.
 //
-// The selection: keys are order_bf16x2's ordered 16-bit integers, 0 past the row's end (no real
-// score orders to 0). In the sparse path's rows the k-th key lies 49-120 values under the row's
-// largest (run 125's host analysis of chunk-256k), so one histogram of the kWindow values under
-// the largest finds the k-th key T at full resolution; a row whose k-th key lies lower runs two
+// The selection: keys are order_pair's ordered 16-bit integers, 0 past the row's end (no value
+// orders to 0). In the sparse path's rows the k-th key lies 49-120 values under the row's
+// largest (run 125's host analysis of chunk-256k), so one histogram of the kBins (256) values
+// under the largest finds the k-th key T at full resolution; a row whose k-th key lies lower runs two
 // 8-bit digit passes instead. The picks are the keys > T and the first k - #(> T) keys == T in
 // column order (the reference's tie rule), written in column order through the page transform.
 #include <cstdint>
@@ -38,7 +38,7 @@ static_assert(kPer == 8 && kBins == kThreads, "eight chunks (a 64-bit pick mask)
 struct RowSmem {
   uint4 keys[kChunks];         // the row's bf16 scores as copied, then their ordered keys
   int32_t table[kTopkBlocks];  // the row's blocks: column c is position table[c / 8] * 8 + c % 8
-  int hist[kBins];
+  int hist[kBins + 4];  // bin kBins: the window's count of the keys under it, never read
   uint32_t warp_value[kWarps];
   uint32_t found_bin;  // find_bin's answer: the bin, or kBins when the counts fall short
   int found_above;     // how many counted keys lie in the bins above it
@@ -66,19 +66,29 @@ __device__ __forceinline__ void fetch_row(RowSmem& sm, const uint16_t* scores, c
   bulk_copy(sm.table, blocks, table_bytes, &sm.bar);
 }
 
+// Both bf16 halves of w as ordered 16-bit integers in four instructions (order_bf16x2 takes
+// seven; run 135's profile: the ordering pass was 17 % of the kernel's instructions): a positive
+// half (+0 too) gets its sign bit set, a negative half becomes 0x10000 minus its bits. So -0
+// orders as +0 (the reference ranks them equal), and no value orders to 0, the padding's key.
+__device__ __forceinline__ uint32_t order_pair(uint32_t w) {
+  uint32_t neg;  // 0xFFFF in each half whose sign is set: prmt replicates bytes 1 and 3's sign bits
+  asm("prmt.b32 %0, %1, 0, 0xBB99;" : "=r"(neg) : "r"(w));
+  return (w ^ (neg | 0x80008000u)) + (neg & 0x00010001u);  // a negative half's +1 never carries
+}
+
 // The ordered keys of chunk c (n: the row's length; the copy holds chunks below n / 8).
 __device__ __forceinline__ uint4 ordered_chunk(const RowSmem& sm, const uint16_t* scores, int c, int n) {
   if (8 * c + 8 <= n) {
     const uint4 v = sm.keys[c];
-    return make_uint4(order_bf16x2(v.x), order_bf16x2(v.y), order_bf16x2(v.z), order_bf16x2(v.w));
+    return make_uint4(order_pair(v.x), order_pair(v.y), order_pair(v.z), order_pair(v.w));
   }
   uint32_t w[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const int col = 8 * c + 2 * q;
-    const uint32_t lo = col < n ? order_bf16(scores[col]) : 0u;
-    const uint32_t hi = col + 1 < n ? order_bf16(scores[col + 1]) : 0u;
-    w[q] = lo | (hi << 16);
+    const uint32_t lo = col < n ? order_pair(scores[col]) : 0u;
+    const uint32_t hi = col + 1 < n ? order_pair(scores[col + 1]) : 0u;
+    w[q] = (lo & 0xFFFFu) | (hi << 16);
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
@@ -116,6 +126,24 @@ __device__ __forceinline__ void count_keys(RowSmem& sm, Bin bin, Take take) {
       const uint32_t lo = w[q] & 0xFFFFu, hi = w[q] >> 16;
       count_if(hist, bin(lo), take(lo));
       count_if(hist, bin(hi), take(hi));
+    }
+  }
+  __syncthreads();
+}
+
+// hist[key - base] += 1 for the keys in the window, hist[kBins] for the others: no predicate, one
+// min a key (run 135: 6 % faster than count_keys' predicated form).
+__device__ __forceinline__ void count_window(RowSmem& sm, uint32_t base) {
+  const uint32_t hist = uint32_t(__cvta_generic_to_shared(sm.hist));
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const uint4 v = sm.keys[chunk_of(j)];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const uint32_t lo = min((w[q] & 0xFFFFu) - base, uint32_t(kBins)), hi = min((w[q] >> 16) - base, uint32_t(kBins));
+      asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hist + 4 * lo) : "memory");
+      asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hist + 4 * hi) : "memory");
     }
   }
   __syncthreads();
@@ -162,7 +190,7 @@ __device__ __forceinline__ void find_bin(RowSmem& sm, int remaining) {
 // The k-th largest key of the row (n > k keys; m: the largest).
 __device__ __forceinline__ uint32_t kth_key(RowSmem& sm, uint32_t m, int k) {
   const uint32_t base = m > uint32_t(kBins) ? m - uint32_t(kBins - 1) : 1u;  // never the padding's 0
-  count_keys(sm, [&](uint32_t key) { return key - base; }, [&](uint32_t key) { return key >= base; });
+  count_window(sm, base);
   find_bin(sm, k);
   if (sm.found_bin < kBins) return base + sm.found_bin;
   // Under the window: the high byte, then the low byte among the keys with that high byte.
@@ -176,13 +204,23 @@ __device__ __forceinline__ uint32_t kth_key(RowSmem& sm, uint32_t m, int k) {
   return (high << 8) | sm.found_bin;
 }
 
-// Bits of the thread's columns (bit i: column 64 t + i) whose keys are > T and == T.
+// Bits of the thread's columns (bit i: column 64 t + i) whose keys are > T and == T. About 3 % of
+// a row's keys are >= T, so a first look (a packed max a chunk) finds the chunks that hold any,
+// and only those are compared key by key (run 135's profile: comparing every key was a third of
+// the kernel's instructions).
 __device__ __forceinline__ void pick_masks(const RowSmem& sm, uint32_t T, uint64_t& greater, uint64_t& tie) {
-  greater = 0;
-  tie = 0;
+  uint32_t hit = 0;  // bit p: the thread's chunk p holds a key >= T
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const uint4 v = sm.keys[chunk_of(j)];
+    const uint32_t m = max_u16x2(max_u16x2(v.x, v.y), max_u16x2(v.z, v.w));
+    hit |= uint32_t(m >= (T << 16) || (m & 0xFFFFu) >= T) << ((j + threadIdx.x) & (kPer - 1));
+  }
+  greater = 0;
+  tie = 0;
+  for (; hit != 0; hit &= hit - 1) {
+    const int p = __ffs(hit) - 1;
+    const uint4 v = sm.keys[kPer * threadIdx.x + p];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t g = 0, e = 0;
 #pragma unroll
@@ -191,12 +229,9 @@ __device__ __forceinline__ void pick_masks(const RowSmem& sm, uint32_t T, uint64
       g |= uint32_t(lo > T) << (2 * q) | uint32_t(hi > T) << (2 * q + 1);
       e |= uint32_t(lo == T) << (2 * q) | uint32_t(hi == T) << (2 * q + 1);
     }
-    greater |= uint64_t(g) << (8 * j);
-    tie |= uint64_t(e) << (8 * j);
+    greater |= uint64_t(g) << (8 * p);
+    tie |= uint64_t(e) << (8 * p);
   }
-  // Chunk j is the thread's chunk (j + t) % 8.
-  greater = rotate_bits(greater, int(8 * (threadIdx.x & 7)));
-  tie = rotate_bits(tie, int(8 * (threadIdx.x & 7)));
 }
 
 // Exclusive scan of one value a thread over the block; total: the sum of all.
