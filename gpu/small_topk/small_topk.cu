@@ -5,8 +5,8 @@
 // key, a histogram, the bin of the k-th key, a scan of each thread's picks), and a block spends
 // most of its time waiting at the barriers between them (run 126's profile of the register-
 // resident kernel this replaced, 512 threads and two blocks an SM: barrier 29 % of the stalls,
-// issue slots 27 % busy). With the row in shared memory a block needs few registers, so six rows
-// are selected at once on an SM (34 KB each), and one row's bulk copy (cp.async.bulk, no
+// issue slots 27 % busy). With the row in shared memory a block needs few registers, so five rows
+// are selected at once on an SM (42 KB each), and one row's bulk copy (cp.async.bulk, no
 // registers) lands while the others compute.
 //
 // The selection: keys are order_pair's ordered 16-bit integers, 0 past the row's end (no value
@@ -37,6 +37,7 @@ static_assert(kPer == 8 && kBins == kThreads, "eight chunks (a 64-bit pick mask)
 
 struct RowSmem {
   uint4 keys[kChunks];         // the row's bf16 scores as copied, then their ordered keys
+  int32_t table[kTopkBlocks];  // the row's blocks: column c is position table[c / 8] * 8 + c % 8
   int hist[kBins + 4];  // bin kBins: the window's count of the keys under it, never read
   uint32_t warp_value[kWarps];
   uint32_t found_bin;  // find_bin's answer: the bin, or kBins when the counts fall short
@@ -54,13 +55,15 @@ __device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
   return r;
 }
 
-// Thread 0 starts the copy of the row's full chunks.
-__device__ __forceinline__ void fetch_row(RowSmem& sm, const uint16_t* scores, int n) {
+// Thread 0 starts the copies of the row's full chunks and of its table's used entries.
+__device__ __forceinline__ void fetch_row(RowSmem& sm, const uint16_t* scores, const int32_t* blocks, int n) {
   const unsigned key_bytes = unsigned(n / 8) * 16u;
-  mbar_expect(&sm.bar, key_bytes);
+  const unsigned table_bytes = unsigned((n + kBlockSize - 1) / kBlockSize + 3) / 4u * 16u;
+  mbar_expect(&sm.bar, key_bytes + table_bytes);
   for (unsigned off = 0; off < key_bytes; off += kBulkChunk)
     bulk_copy(reinterpret_cast<char*>(sm.keys) + off, reinterpret_cast<const char*>(scores) + off,
               min(kBulkChunk, key_bytes - off), &sm.bar);
+  bulk_copy(sm.table, blocks, table_bytes, &sm.bar);
 }
 
 // Both bf16 halves of w as ordered 16-bit integers in four instructions (order_bf16x2 takes
@@ -205,7 +208,7 @@ __device__ __forceinline__ uint32_t kth_key(RowSmem& sm, uint32_t m, int k) {
 // a row's keys are >= T, so a first look (a packed max a chunk) finds the chunks that hold any,
 // and only those are compared key by key (run 135's profile: comparing every key was a third of
 // the kernel's instructions).
-__device__ __forceinline__ uint32_t pick_masks(const RowSmem& sm, uint32_t T, uint64_t& greater, uint64_t& tie) {
+__device__ __forceinline__ void pick_masks(const RowSmem& sm, uint32_t T, uint64_t& greater, uint64_t& tie) {
   uint32_t hit = 0;  // bit p: the thread's chunk p holds a key >= T
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
@@ -215,8 +218,8 @@ __device__ __forceinline__ uint32_t pick_masks(const RowSmem& sm, uint32_t T, ui
   }
   greater = 0;
   tie = 0;
-  for (uint32_t left = hit; left != 0; left &= left - 1) {
-    const int p = __ffs(left) - 1;
+  for (; hit != 0; hit &= hit - 1) {
+    const int p = __ffs(hit) - 1;
     const uint4 v = sm.keys[kPer * threadIdx.x + p];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t g = 0, e = 0;
@@ -229,23 +232,6 @@ __device__ __forceinline__ uint32_t pick_masks(const RowSmem& sm, uint32_t T, ui
     greater |= uint64_t(g) << (8 * p);
     tie |= uint64_t(e) << (8 * p);
   }
-  return hit;
-}
-
-// The page transform's entries of the thread's chunks that hold picks (hit, bit p: its chunk p),
-// copied into each such chunk's first word: a chunk is one block, and after pick_masks only its
-// own thread reads it. Staging the whole table (8 KB a row) held the kernel to five rows an SM.
-__device__ __forceinline__ void stage_blocks(RowSmem& sm, const int32_t* blocks, uint32_t hit) {
-  for (; hit != 0; hit &= hit - 1) {
-    const int c = kPer * threadIdx.x + __ffs(hit) - 1;
-    cp_async4(&sm.keys[c], blocks + c);
-  }
-  cp_async_commit();
-}
-
-// The block of the thread's chunk p, once stage_blocks' copies have landed.
-__device__ __forceinline__ int32_t block_of(const RowSmem& sm, int p) {
-  return int32_t(sm.keys[kPer * threadIdx.x + p].x);
 }
 
 // Exclusive scan of one value a thread over the block; total: the sum of all.
@@ -270,7 +256,7 @@ __device__ __forceinline__ int block_exclusive_sum(RowSmem& sm, int v, int& tota
   return before + incl - v;
 }
 
-__global__ void __launch_bounds__(kThreads, 6)
+__global__ void __launch_bounds__(kThreads, 5)
     small_topk_kernel(const uint16_t* scores, const int32_t* blocks, const int32_t* valid_len, int k, int32_t* out) {
   __shared__ __align__(128) RowSmem sm;
   const int row = blockIdx.x;
@@ -281,13 +267,13 @@ __global__ void __launch_bounds__(kThreads, 6)
   const uint16_t* src = scores + int64_t(row) * kCandidateWidth;
   if (threadIdx.x == 0) {
     mbar_init(&sm.bar, 1);
-    fetch_row(sm, src, n);
+    fetch_row(sm, src, blocks + int64_t(row) * kTopkBlocks, n);
   }
   __syncthreads();  // the barrier is initialised before anyone waits on it
   mbar_wait(&sm.bar, 0);
   const uint32_t T = kth_key(sm, order_row(sm, src, n), k);
   uint64_t greater, tie;
-  stage_blocks(sm, blocks + int64_t(row) * kTopkBlocks, pick_masks(sm, T, greater, tie));
+  pick_masks(sm, T, greater, tie);
   const int gt = __popcll(greater), eq = __popcll(tie);
   // Both counts in one scan (each total <= 16384 fits 16 bits); the ties go in column order.
   int total;
@@ -296,12 +282,10 @@ __global__ void __launch_bounds__(kThreads, 6)
   const int my_ties = min(max(ties_wanted - ties_before, 0), eq);
   if (my_ties < eq) tie = lowest_bits(tie, my_ties);
   const uint64_t take = greater | tie;
+  const int first = 64 * threadIdx.x;
   int slot = (before >> 16) + min(ties_before, ties_wanted);
-  cp_async_wait<0>();
-  for (uint64_t m = take; m != 0; m &= m - 1) {  // column 64 t + i
-    const int i = __ffsll(static_cast<long long>(m)) - 1;
-    dst[slot++] = block_of(sm, i >> 3) * kBlockSize + (i & (kBlockSize - 1));
-  }
+  slot = write_picks(uint32_t(take), first, map, row, sm.table, dst, slot);
+  write_picks(uint32_t(take >> 32), first + 32, map, row, sm.table, dst, slot);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // the row, +0 against -0, a cut inside the last digit, a bin that holds exactly the keys still
 // needed, short rows, the one-pass window under the largest key hit on its floor and just missed,
 // a far outlier, huge negatives whose high byte is the padding's; more rows than an H200 holds
-// blocks at once (six an SM), so blocks that start late reuse the shared memory of finished
+// blocks at once (five an SM), so blocks that start late reuse the shared memory of finished
 // ones. ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
 #include <algorithm>
@@ -67,7 +67,7 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
          return uint16_t(i % 7 == 0 ? 0x4000 : 0xFF80);
        }},
   };
-  // The cases repeated in rotating order: more rows than six blocks an SM on an H200, rows of
+  // The cases repeated in rotating order: more rows than five blocks an SM on an H200, rows of
   // every kind next to each other.
   std::vector<const Case*> row_case;
   for (int rep = 0; rep < 60; ++rep)
