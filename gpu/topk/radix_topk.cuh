@@ -2,8 +2,8 @@
 // Deterministic radix top-k over ragged rows, one thread block per row (device code; included
 // by the launchers in gpu/topk and gpu/small_topk).
 //
-// Keys are unsigned integers ordered like the scores (fp32 or bf16 bits mapped so that larger
-// score = larger key, -0 normalised to +0). Radix select finds the k-th largest key T; then one
+// Keys are unsigned integers ordered like the scores (fp32 bits mapped so that larger score =
+// larger key, -0 normalised to +0; level two's bf16 ordering is gpu/small_topk's order_pair). Radix select finds the k-th largest key T; then one
 // pass in index order takes every key > T and the first (k - #greater) keys == T: larger score
 // first, then smaller index, the reference's tie rule. Output ids come out ascending (index
 // order), which is the final ascending write.
@@ -18,20 +18,6 @@ constexpr int kTopkThreads = 512;
 __device__ __forceinline__ uint32_t order_f32(float x) {
   const uint32_t u = __float_as_uint(__fadd_rn(x, 0.0f));  // -0 + 0 = +0: -0 ranks as +0
   return u ^ (uint32_t(int32_t(u) >> 31) | 0x80000000u);   // negative: all bits flipped; else the sign set
-}
-__device__ __forceinline__ uint32_t order_bf16(uint16_t b) {
-  uint32_t u = b;
-  if (u == 0x8000u) u = 0;
-  return ((u & 0x8000u) ? ~u : (u | 0x8000u)) & 0xFFFFu;
-}
-
-// order_bf16 of both halves of a word at once (the sparse path's top-512 reads bf16 in pairs): a
-// half is negative when its sign is set and its magnitude is not zero (-0 ranks as +0); a negative
-// half becomes its complement, any other half gets the sign bit set.
-__host__ __device__ __forceinline__ uint32_t order_bf16x2(uint32_t w) {
-  const uint32_t nonzero = ((w & 0x7FFF7FFFu) + 0x7FFF7FFFu) & 0x80008000u;  // per half, no carry out
-  const uint32_t fill = ((w & nonzero) >> 15) * 0xFFFFu;                     // 0xFFFF per negative half
-  return (w ^ fill) | (0x80008000u & ~fill);
 }
 
 // A row with no more than k entries: all of them in index order, then padding (the kernels below

@@ -10,17 +10,15 @@
 // block scan places every thread's picks: all keys > T and the first k - #greater keys == T in
 // index order (the reference's tie rule), written in index order (the ascending write). Same keys
 // and output as radix_topk_kernel, which stays for longer rows. Keys are ordered integers
-// (order_f32, order_bf16 in radix_topk.cuh).
+// (order_f32 in radix_topk.cuh); level two's bf16 rows have their own kernel (gpu/small_topk).
 //
 // Instructions per key are what this kernel spends (bench/results/h200.md, runs 45-51): the
 // passes are unrolled at compile time, the first counts every key unconditionally, later ones
 // through a predicated shared reduction (no branch per key); the placement keeps a bit mask of
 // each thread's picks so that only those are visited, and a page-transform table is staged in
-// shared memory while the passes run. 16-bit keys take one pass at full resolution over the 2048
-// values below the row's largest key (select_window) before falling back to the digits (run 125:
-// small_topk 6 % faster). For 32-bit keys, when no tie is split (every key equal to T is taken:
-// the usual case for fp32 keys, and every row whose search stopped on an exact bin), the
-// placement compares each key once (key >= T, or > T) instead of twice (run 124: block_topk 9 %
+// shared memory while the passes run. When no tie is split (every key equal to T is taken: the
+// usual case for fp32 keys, and every row whose search stopped on an exact bin), the placement
+// compares each key once (key >= T, or > T) instead of twice (run 124: block_topk 9 %
 // faster, the own top-k and mask_topk 2 %).
 #include <cub/block/block_scan.cuh>
 
@@ -169,29 +167,6 @@ __device__ __forceinline__ uint32_t kth_key(const uint32_t (&key)[kPer], uint32_
 __device__ __forceinline__ uint32_t rotate_bits(uint32_t m, int r) { return __funnelshift_l(m, m, r); }
 __device__ __forceinline__ uint64_t rotate_bits(uint64_t m, int r) { return r == 0 ? m : (m << r) | (m >> (64 - r)); }
 
-// 16-bit keys (bf16 scores) in one pass: the 2048 key values just below the row's largest key
-// get one bin each, every smaller key (and the padding) bin 0. In the sparse path's rows the k-th
-// key lies within 128 values of the largest (run 125's host analysis), so one full-resolution pass
-// finds T where the two digit passes took two. Returns false when the k-th key is in bin 0 (at or
-// below the window's floor): the caller then runs the digit passes. Else T is the k-th largest
-// key and s its state (remaining: how many keys equal to T are taken).
-template <int kPer, class Scan>
-__device__ __forceinline__ bool select_window(const uint32_t (&key)[kPer], int k, SelectSmem& sm, uint32_t& T,
-                                              SelectState& s) {
-  uint32_t m = 0;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) m = max(m, key[j]);
-  reinterpret_cast<int4*>(sm.hist)[threadIdx.x] = make_int4(0, 0, 0, 0);  // cleared behind block_extreme's barrier
-  m = block_extreme<true>(m, sm);
-  const int base = max(int(m) - (kSelectBins - 1), 0);  // bin b holds key base + b (b > 0)
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) atomicAdd(&sm.hist[max(int(key[j]) - base, 0)], 1);
-  __syncthreads();
-  s = find_bin<Scan>(sm.hist, SelectState{0u, k, 0}, 0, sm.scan, sm.state);
-  T = uint32_t(base) + s.prefix;
-  return s.prefix != 0;
-}
-
 // The top-k of one row whose keys (ordered integers, 0 past n) sit in the block's registers,
 // thread t holding columns first = kPer t ... kPer t + kPer - 1, key[j] column first + (j + rot) %
 // kPer (rot: how the loads were rotated to spare shared-memory banks; 0 in order); n > k. Ids go
@@ -206,25 +181,19 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
   // T: the largest key with #(keys >= T) >= k. When a pass's bin holds exactly the keys still
   // needed, every key >= the bin's smallest value is taken and none is a tie: T = that value - 1.
   constexpr int kTop2 = kBits - kDigitBits, kTop3 = kTop2 > kDigitBits ? kTop2 - kDigitBits : 0;
-  SelectState s{0u, k, 0};
-  bool exact = false, found = false;
-  uint32_t T = 0;
-  if constexpr (kBits == 16) found = select_window<kPer, Scan>(key, k, sm, T, s);
-  if (!found) {
-    s = select_digit<kBits, kBits, kTop2, kPer, Scan>(key, SelectState{0u, k, 0}, sm.hist, sm.scan, sm.state);
-    exact = s.bin_count == s.remaining && s.prefix != 0;
-    if (!exact) {
-      s = select_digit<kBits, kTop2, kTop3, kPer, Scan>(key, s, sm.hist, sm.scan, sm.state);
-      if constexpr (kTop3 > 0) {
-        exact = s.bin_count == s.remaining && s.prefix != 0;
-        if (!exact) s = select_digit<kBits, kTop3, 0, kPer, Scan>(key, s, sm.hist, sm.scan, sm.state);
-      }
+  SelectState s = select_digit<kBits, kBits, kTop2, kPer, Scan>(key, SelectState{0u, k, 0}, sm.hist, sm.scan, sm.state);
+  bool exact = s.bin_count == s.remaining && s.prefix != 0;
+  if (!exact) {
+    s = select_digit<kBits, kTop2, kTop3, kPer, Scan>(key, s, sm.hist, sm.scan, sm.state);
+    if constexpr (kTop3 > 0) {
+      exact = s.bin_count == s.remaining && s.prefix != 0;
+      if (!exact) s = select_digit<kBits, kTop3, 0, kPer, Scan>(key, s, sm.hist, sm.scan, sm.state);
     }
-    T = exact ? s.prefix - 1 : s.prefix;
   }
+  const uint32_t T = exact ? s.prefix - 1 : s.prefix;
   // Every key equal to T taken: the last pass's bin is T itself and its count the number of such
   // keys (not for T = 0, whose count holds the padding). 32-bit keys only: bf16 rows split ties
-  // at nearly every cut, and small_topk ran 1-2 % slower with the branch (run 124).
+  // at nearly every cut (run 124).
   const bool all_ties = kBits == 32 && (exact || (s.bin_count == s.remaining && T != 0));
   if constexpr (Kth::kUsed) {
     // kth_key costs a pass over the keys and a barrier on exact rows: only when the report wants it.
