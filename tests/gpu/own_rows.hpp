@@ -1,7 +1,8 @@
 #pragma once
 // Dense rows for the source's own top-k tests (test_gpu_topk, test_gpu_source_select): row 0 all
-// equal, row 4 few values (ties everywhere), the others distinct with a slow ramp; each row's
-// candidate count under level one (valid_len).
+// equal, row 3 one far outlier (the k-th key lies far below the row's largest, outside a
+// selection's first window), row 4 few values (ties everywhere), row 5 all negative, the others
+// distinct with a slow ramp; each row's candidate count under level one (valid_len).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -36,6 +37,8 @@ inline OwnRows own_rows(const std::vector<int>& lens, unsigned seed) {
       float& v = o.dense[size_t(r * o.ld + i)];
       if (r == 0) v = 1.f;                                  // all equal
       else if (r == 4) v = std::floor(normal(rng) * 2.f);   // few values: ties everywhere
+      else if (r == 3 && i == 100) v = 1e30f;               // far outlier
+      else if (r == 5) v = -std::fabs(normal(rng)) - 0.001f * float(i % 1000);  // all negative
       else v = normal(rng) + 0.001f * float(i % 1000);
     }
   o.valid.resize(size_t(nrows));
