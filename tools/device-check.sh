@@ -53,6 +53,7 @@ stage() {
 note "== device-check $(date -u +%FT%TZ) on $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>/dev/null)"
 
 do_build() {
+  tools/stamp-sources.sh "$B"  # sources put back to older contents rebuild (run 142)
   stage configure 120 cmake --preset device || { tail -30 "$LOGS/configure.log"; exit 1; }
   stage build 420 cmake --build --preset device -j 16 --target test_gpu test_gpu_devices dsa_gpu_sparse_plugin ||
     { grep -E "error|Error" "$LOGS/build.log" | head -40; exit 1; }

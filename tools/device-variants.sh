@@ -54,7 +54,7 @@ mapfile -t paths < <(for v in "$@"; do touched "$v"; done | sort -u)
 saved=$(mktemp -d)
 for p in "${paths[@]}"; do [[ -f $p ]] && mkdir -p "$saved/$(dirname "$p")" && cp "$p" "$saved/$p"; done
 restore() { for p in "${paths[@]}"; do if [[ -f $saved/$p ]]; then cp "$saved/$p" "$p"; else rm -f "$p"; fi; done; }
-build() { cmake --build "$B" -j "${DSA_JOBS:-16}" --target test_gpu; }
+build() { tools/stamp-sources.sh "$B" && cmake --build "$B" -j "${DSA_JOBS:-16}" --target test_gpu; }
 # The tree's files back, and its build: whatever runs next in the call times the tree.
 finish() {
   restore

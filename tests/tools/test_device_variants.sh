@@ -16,7 +16,7 @@ command -v git >/dev/null || { echo "git not found: skipped"; exit 77; }
 
 repo=$tmp/repo
 mkdir -p "$repo/tools" "$repo/gpu" "$tmp/build/tests" "$tmp/bin"
-cp "$src/tools/device-variants.sh" "$repo/tools/"
+cp "$src/tools/device-variants.sh" "$src/tools/stamp-sources.sh" "$repo/tools/"
 echo "marker tree" >"$repo/gpu/kernel.cu"
 echo "helper tree" >"$repo/gpu/helper.cuh"
 (cd "$repo" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm tree) ||
