@@ -336,6 +336,9 @@ __device__ __forceinline__ void start_row(GroupSmem& sm, const SparseLogitsArgs&
 
 #endif  // DSA_SPARSE_WGMMA
 
+// Blocks of four warps that score `rows` other rows, `parts` warps a row (score_other_rows).
+__host__ __device__ constexpr int other_row_ctas(int rows, int parts) { return (rows * parts + 3) / 4; }
+
 // The other rows' shared memory in a block of the wgmma kernel: sparse_mma's per-warp state and
 // key ring, as its kernels hold them.
 constexpr size_t kOtherRingOffset = (sizeof(sparse_mma::WarpSmem) * 4 + 127) / 128 * 128;
@@ -366,7 +369,7 @@ __global__ void __launch_bounds__(kGroups * 128, kCtasPerSm) sparse_wgmma_kernel
   uint8_t* aligned = smem_raw + ((1024 - (base & 1023)) & 1023);
   int cta = blockIdx.x;
   if constexpr (kOther) {
-    const int other_ctas = ((a.n - a.n_split) * parts + 3) / 4;
+    const int other_ctas = other_row_ctas(a.n - a.n_split, parts);
     if (cta < other_ctas) return score_other_rows(a, parts, aligned);
     cta -= other_ctas;
   }
@@ -405,7 +408,7 @@ void launch_sparse_wgmma(const SparseLogitsArgs& a, bool with_other) {
     return;
   }
   const int rows = a.n - a.n_split, parts = sparse_mma::row_parts(rows, kCtasPerSm);
-  const unsigned other_ctas = unsigned((rows * parts + 3) / 4);
+  const unsigned other_ctas = unsigned(other_row_ctas(rows, parts));
   const int smem = int(std::max(sizeof(Smem), kOtherSmemBytes)) + 1024;
   DSA_CUDA_CHECK(cudaFuncSetAttribute(sparse_wgmma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   sparse_wgmma_kernel<true><<<other_ctas + split_ctas, kGroups * 128, smem>>>(a, parts);
