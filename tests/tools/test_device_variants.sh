@@ -9,18 +9,14 @@
 # Usage: test_device_variants.sh SOURCE_DIR
 set -uo pipefail
 src=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v git >/dev/null || { echo "git not found: skipped"; exit 77; }
+source "$(dirname "$0")/scratch_repo.sh"
 
 repo=$tmp/repo
 mkdir -p "$repo/tools" "$repo/gpu" "$tmp/build/tests" "$tmp/bin"
 cp "$src/tools/device-variants.sh" "$src/tools/stamp-sources.sh" "$repo/tools/"
 echo "marker tree" >"$repo/gpu/kernel.cu"
 echo "helper tree" >"$repo/gpu/helper.cuh"
-(cd "$repo" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm tree) ||
-  fail "could not set up the scratch repository"
+scratch_commit "$repo"
 
 # Variant "folder": kernel.cu replaced, a new file added.
 mkdir -p "$tmp/folder/gpu/extra"

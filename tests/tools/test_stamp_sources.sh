@@ -6,18 +6,14 @@
 # Usage: test_stamp_sources.sh SOURCE_DIR
 set -uo pipefail
 src=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v git >/dev/null || { echo "git not found: skipped"; exit 77; }
+source "$(dirname "$0")/scratch_repo.sh"
 
 repo=$tmp/repo build=$tmp/build
 mkdir -p "$repo/tools" "$repo/gpu"
 cp "$src/tools/stamp-sources.sh" "$repo/tools/"
 echo "tree" >"$repo/gpu/kernel.cu"
 echo "same" >"$repo/gpu/other.cu"
-(cd "$repo" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm tree) ||
-  fail "could not set up the scratch repository"
+scratch_commit "$repo"
 old=200001010000
 stamp() { (cd "$repo" && tools/stamp-sources.sh "$build") || fail "stamp-sources.sh exited $?"; }
 is_old() { [[ $(stat -c %Y "$repo/gpu/$1") == $(date -d 2000-01-01 +%s) ]]; }
