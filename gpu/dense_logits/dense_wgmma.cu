@@ -72,7 +72,8 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[64], const uint32_t (&a)[4], u
 
 // The block's Horner plan: its k-step order (shared by its rows) and its mode: 0 when no head
 // multiplies, 1 when heads multiply only before group 3 (group 3 far below the others: the common
-// case), 2 when some head multiplies before position 1 or 2.
+// case), 3 when they do and each row's heads all by one 2^K (kUniformClass), 2 when some head
+// multiplies before position 1 or 2.
 struct TilePlan {
   int mode, order;
 };
@@ -100,9 +101,14 @@ __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmm
 #pragma unroll
   for (int p = 0; p < 3; ++p) sm.mul[p][r][h] = 1 << multiplier_exponent(m, p);
   reinterpret_cast<uint8_t*>(sm.mexp[r])[h] = uint8_t(multiplier_exponent(m, 2));
+  // Warp r stages row r, a lane a head: the row's heads share one multiplier when every lane's
+  // equals lane 0's (an empty row's are all 0).
+  const int m3 = multiplier_exponent(m, 2);
+  const bool one_per_row = __all_sync(0xFFFFFFFFu, m3 == __shfl_sync(0xFFFFFFFFu, m3, 0));
   const bool early = __syncthreads_or(multiplies_early(m)) != 0;
   const bool late = __syncthreads_or(multiplies(m)) != 0;
-  return {early ? 2 : late ? 1 : 0, plan_order(a.qw_mul[int64_t(rows[0]) * 32])};
+  const bool uniform = __syncthreads_and(one_per_row) != 0;
+  return {early ? 2 : late ? (uniform ? 3 : 1) : 0, plan_order(a.qw_mul[int64_t(rows[0]) * 32])};
 }
 
 // Accumulator d[4 j + e] holds A row g + 8 (e >> 1), i.e. key 16 warp + 2 g + (e >> 1) of the
@@ -280,6 +286,18 @@ __device__ __forceinline__ void multiply_between(int (&d)[64], const WgmmaSmem& 
   wgmma_fence();
 }
 
+// Mode 3's multiply before group 3: row t's one multiplier for all 64 accumulators (no
+// per-head exponents to extract: 64 IMAD a step where apply_exponents spends 120).
+__device__ __forceinline__ void multiply_uniform(int (&d)[64], int mul) {
+  wgmma_commit();
+  wgmma_wait();
+  pin(d);
+#pragma unroll
+  for (int i = 0; i < 64; ++i) d[i] *= mul;
+  pin(d);
+  wgmma_fence();
+}
+
 // Mode 1's multiply before group 3 (the k-steps issued so far must have completed).
 __device__ __forceinline__ void multiply_before_group3(int (&d)[64], uint32_t (&mx)[8]) {
   wgmma_commit();
@@ -317,6 +335,7 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
   kstep<kOrder, 2>(d, k, db);
   if constexpr (kMode == 2) multiply_between(d, sm, 2, t);
   if constexpr (kMode == 1) multiply_before_group3(d, mx);
+  if constexpr (kMode == 3) multiply_uniform(d, int(mx[0]));
   kstep<kOrder, 3>(d, k, db);
   wgmma_commit();
   // The first weights loaded while the last k-step runs (kEarlyWeights).
@@ -347,11 +366,12 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
   asm volatile("" : "+l"(db));  // opaque: held in registers, not rebuilt from the CTA id (run 83: no change)
   StepKeys k;
   load_keys(k, l, 0);
-  uint32_t mx[8] = {};  // mode 1's exponents (apply_exponents)
+  uint32_t mx[8] = {};  // mode 1's exponents (apply_exponents); mode 3's multiplier in mx[0]
   if constexpr (kMode == 1) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) mx[c] = sm.mexp[threadIdx.x & 3][c];
   }
+  if constexpr (kMode == 3) mx[0] = uint32_t(pow2_low5(sm.mexp[threadIdx.x & 3][0]));  // head 0's: every head's
   for (int s = 0; s < nsteps; ++s) one_step<kMode, kOrder, kWithKeys>(sm, l, db, s, k, a.keys, mx);
 }
 
@@ -372,6 +392,8 @@ __device__ __forceinline__ void run_plan(const TilePlan& plan, const WgmmaSmem& 
     run_steps<0, 0, kWithKeys>(sm, a, b);
   else if (plan.mode == 1)
     run_steps<1, 0, kWithKeys>(sm, a, b);
+  else if (plan.mode == 3)
+    run_steps<3, 0, kWithKeys>(sm, a, b);
   else
     run_early<kWithKeys>(plan.order, sm, a, b);
 }

@@ -37,6 +37,15 @@ constexpr int wgmma_order_group(int order, int pos) {
 }
 static_assert(wgmma_order_group(0, 1) == 1 && wgmma_order_group(4, 0) == 2 && wgmma_order_group(3, 2) == 0);
 
+// Plan classes of the admitted rows (row_wgmma - 1, gpu/prep): early + 2 order for the Horner
+// plans (early: some head multiplies before position 1 or 2), and kUniformClass for a row whose
+// heads all multiply by one 2^K before group 3, in order 0 (one multiplier a row: the kernel
+// holds it in one register). A row tile holds rows of one class (build_dense_tiles).
+constexpr int kUniformClass = 2 * kWgmmaOrders;
+constexpr int kWgmmaClasses = kUniformClass + 1;
+constexpr int class_order(int cls) { return cls == kUniformClass ? 0 : cls / 2; }
+constexpr bool class_early(int cls) { return cls != kUniformClass && (cls & 1) != 0; }
+
 // qw_mul: a head's Horner plan (gpu/prep): the exponent m of the in-place multiply 2^m before the
 // k-step at position point + 1 (point 0..2; 0: none) in bits 8 point .. 8 point + 7, the row's
 // k-step order in bits 24-26.

@@ -426,15 +426,15 @@ void GpuEngine::prepare_keys() {
 
 // Row tiles of the dense kernels: the rows the query prep admitted to the wgmma route in tiles of
 // up to 4 of one request, the others in tiles of up to 8 of one request (the portable kernel). A
-// wgmma tile holds rows of one plan class (row_wgmma - 1: the k-step order, and whether a head
-// multiplies before position 1 or 2): the kernel runs a whole tile in one order, and in its most
-// expensive row's mode.
+// wgmma tile holds rows of one plan class (row_wgmma - 1, dense_wgmma.cuh: the k-step order,
+// whether a head multiplies before position 1 or 2, or one multiplier a row): the kernel runs a
+// whole tile in one order, and in its most expensive row's mode.
 void GpuEngine::build_dense_tiles(LayerSlot& slot) {
-  constexpr int kClasses = 2 * kWgmmaOrders;
+  constexpr int kClasses = kWgmmaClasses;
   const int nsel = int(sel_.size());
   std::vector<int32_t> wrows, rest, first, count;
   std::vector<int32_t> part[kClasses];  // this chunk's wgmma tiles of each class
-  int wreq[kClasses], wfill[kClasses], nw2 = 0, nreordered = 0;
+  int wreq[kClasses], wfill[kClasses], nw2 = 0, nreordered = 0, nuniform = 0;
   std::fill_n(wreq, kClasses, -1);
   auto pad = [](std::vector<int32_t>& v) { while (v.size() % kWgmmaTileRows != 0) v.push_back(-1); };
   auto flush = [&] {  // no tile spans two chunks
@@ -461,8 +461,9 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
     const int plan = use_wgmma_ ? slot.plan_wgmma[size_t(i)] : 0;
     if (plan != 0) {
       const int k = plan - 1;
-      nw2 += k & 1;
-      nreordered += k >= 2;
+      nw2 += class_early(k);
+      nreordered += class_order(k) != 0;
+      nuniform += k == kUniformClass;
       if (req != wreq[k] || wfill[k] == kWgmmaTileRows) {
         pad(part[k]);
         wreq[k] = req;
@@ -487,7 +488,8 @@ void GpuEngine::build_dense_tiles(LayerSlot& slot) {
   slot.rest_chunk.push_back(int32_t(rest.size()));
   const int nw = nsel - int(rest.size());
   dense_notes_ = "dense: " + std::to_string(nw) + " of " + std::to_string(nsel) + " rows on wgmma m64n128k32 (" +
-                 std::to_string(nw2) + " multiplying before groups 1-2, " + std::to_string(nreordered) +
+                 std::to_string(nuniform) + " with one multiplier a row, " + std::to_string(nw2) +
+                 " multiplying before groups 1-2, " + std::to_string(nreordered) +
                  " in another k-step order), " + std::to_string(rest.size()) + " on mma.sync; ";
   slot.ntiles = int(first.size());
   if (slot.ntiles > kMaxGridRows || slot.nwtiles > kMaxGridRows) throw std::runtime_error(name() + ": too many row tiles for one launch");
@@ -952,7 +954,7 @@ void GpuEngine::check_plan(const Batch& batch) {
       const std::vector<int32_t> admitted = now->to_host(nsel);
       // A wgmma row tile runs one k-step order (row_wgmma's plan class, build_dense_tiles).
       const bool ordered = std::string(route) == "wgmma";
-      auto order = [ordered](int32_t v) { return ordered ? (v - 1) / 2 : 0; };
+      auto order = [ordered](int32_t v) { return ordered ? class_order(v - 1) : 0; };
       for (size_t i = 0; i < nsel; ++i)
         if ((*plan)[i] != 0 && (admitted[i] == 0 || order(admitted[i]) != order((*plan)[i])))
           throw std::runtime_error(name() + ": replay: layer " + std::to_string(layer.id) + ", row " +

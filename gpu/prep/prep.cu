@@ -236,38 +236,103 @@ __device__ bool wgmma_vector(const PackedVector& q, const VectorExps& x, int ord
   return fits && bound * 96 < (int64_t(1) << 24);
 }
 
-// The wgmma form of row i (one lane per head h): operands, pre-scaled weights w'' = w * 2^(149 +
-// base - 256 - c) with c = min over heads of (ilogb w + base - 130), so |w''| >= 2^23, and the
-// row's admission (dense_wgmma.cuh): every head fits, its scores are exact floats, the reference's products are multiples of
-// 2^-149 for the request's keys (c + fmin >= 0), F = 2^(c + fmin) is a normal float, nothing
-// overflows.
-__device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, const PackedVector& q, const VectorExps& x, int64_t dst,
-                          uint8_t* tile) {
+// Sum of the magnitudes of group g's int8 values 2q, unshifted.
+__device__ int group_magnitude(const PackedVector& q, int g) {
+  uint32_t v[8];
+  unpack_group(q.group(g), 0, v);
+  int sum = 0;
+  for (int w = 0; w < 8; ++w)
+    for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
+  return sum;
+}
+
+// One multiplier a row (dense_wgmma.cuh, kUniformClass): the accumulator times 2^K before group
+// 3 for every head of the row, so the kernel holds one multiplier a thread instead of making 32
+// from packed exponents at every step (run 144: the per-head multiply, 64 IMAD and 56 shifts a
+// step, costs 12 % of dense_logits). Group g < 3 is shifted by s_g = e_g - e_3 + s_3 - K and group
+// 3 by s_3, all in 0..3 (int8: |2q| <= 12), so group g weighs 2^(e_g - base) with base = e_3 - s_3;
+// the smallest s_3 that works keeps |S| smallest. Returns s_3 for this K, or -1 when the head does
+// not fit (a shift out of range, or |S| < 2^24 not held for keys up to 96).
+__device__ int uniform_shift3(const VectorExps& x, const int (&sum)[4], int K) {
+  const int e3 = x.group_exp(3);
+  const int m012 = min(min(x.group_exp(0), x.group_exp(1)), x.group_exp(2));
+  const int top012 = max(max(x.group_exp(0), x.group_exp(1)), x.group_exp(2));
+  const int s3 = max(0, K - (m012 - e3));
+  if (s3 > 3 || top012 - e3 + s3 - K > 3) return -1;
+  int64_t bound = int64_t(sum[3]) << s3;
+  for (int g = 0; g < 3; ++g) bound += int64_t(sum[g]) << (x.group_exp(g) - e3 + s3);  // s_g + K
+  return bound * 96 < (int64_t(1) << 24) ? s3 : -1;
+}
+
+// The multipliers 2^K (K = 1..20, bit K) this head fits under one multiplier a row.
+__device__ uint32_t uniform_ks(const PackedVector& q, const VectorExps& x) {
+  int sum[4];
+  for (int g = 0; g < 4; ++g) sum[g] = group_magnitude(q, g);
+  uint32_t ks = 0;
+  for (int K = 1; K <= 20; ++K)
+    if (uniform_shift3(x, sum, K) >= 0) ks |= 1u << K;
+  return ks;
+}
+
+// This head in the uniform plan with multiplier 2^K (it fits: uniform_ks): its groups shifted
+// into the staging tile; returns base.
+__device__ int uniform_vector(const PackedVector& q, const VectorExps& x, int K, const StagedRow& out) {
+  int sum[4];
+  for (int g = 0; g < 4; ++g) sum[g] = group_magnitude(q, g);
+  const int s3 = uniform_shift3(x, sum, K), e3 = x.group_exp(3);
+  for (int g = 0; g < 3; ++g) fold_group(q, g, x.group_exp(g) - e3 + s3 - K, out);
+  fold_group(q, 3, s3, out);
+  return e3 - s3;
+}
+
+// Admits row i to the wgmma route under one plan (this lane's head: its packed multipliers mul,
+// base, and whether it fits), with pre-scaled weights w'' = w * 2^(149 + base - 256 - c), c = min
+// over heads of (ilogb w + base - 130), so |w''| >= 2^23, when the row's conditions hold
+// (dense_wgmma.cuh): every head fits, its scores are exact floats, the reference's products are
+// multiples of 2^-149 for the request's keys (c + fmin >= 0), F = 2^(c + fmin) is a normal float,
+// nothing overflows. Writes the row (the staged tile, its multipliers, weights and class:
+// kUniformClass when `uniform`, else early + 2 order) when it is admitted, or as not admitted when
+// `last`; returns whether it wrote.
+__device__ bool admit_row(const QueryPrepArgs& a, int i, int64_t dst, const uint8_t* tile, int mul, int base,
+                          bool head_ok, int order, bool uniform, bool last) {
   constexpr int kNone = 1 << 29;
   const float w = a.weights[dst];
   const int ew = w != 0.0f && isfinite(w) ? ilogbf(w) : 0;
   const int2 fr = a.req_fexp[a.sel_req[i]];
+  const int c = __reduce_min_sync(0xFFFFFFFFu, w != 0.0f ? ew + base - 130 : kNone);
+  const int top = __reduce_max_sync(0xFFFFFFFFu, w != 0.0f ? ew + base : -kNone);
+  const int k = 149 + base - 256 - c;
+  const bool w_ok = isfinite(w) && (w == 0.0f || ew + k <= 126);
+  // Head scores S * 2^(base + fmin - 256), |S| < 2^24, are exact normal-or-exact floats.
+  const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
+  const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
+  const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
+  if (!all && !last) return false;
+  const bool early = __any_sync(0xFFFFFFFFu, multiplies_early(mul));
+  flush_rows(tile, a.qw + int64_t(i) * 4096);
+  a.qw_mul[dst] = mul;
+  a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
+  if ((threadIdx.x & 31) == 0) {
+    a.row_wgmma[i] = all ? 1 + (uniform ? kUniformClass : (early ? 1 : 0) + 2 * order) : 0;
+    a.qw_shift[i] = all ? (c + 128) * (1 << 23) : 0;
+  }
+  return true;
+}
+
+// The wgmma form of row i (one lane per head h): one multiplier a row when every head fits one
+// and some head needs a multiply, else the first k-step order whose Horner plans admit the row.
+__device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, const PackedVector& q, const VectorExps& x, int64_t dst,
+                          uint8_t* tile) {
+  const uint32_t ks = __reduce_and_sync(0xFFFFFFFFu, uniform_ks(q, x));
+  if (ks != 0 && __any_sync(0xFFFFFFFFu, x.emax - x.emin > 3)) {
+    const int K = __ffs(int(ks)) - 1;
+    const int base = uniform_vector(q, x, K, StagedRow{tile, h});
+    if (admit_row(a, i, dst, tile, pack_multipliers(0, 0, K, 0), base, true, 0, true, false)) return;
+  }
   for (int order = 0; order < kWgmmaOrders; ++order) {  // the first order that admits the row
     int mul = 0, base = 0;
     const bool head_ok = wgmma_vector(q, x, order, StagedRow{tile, h}, &mul, &base);
-    const int c = __reduce_min_sync(0xFFFFFFFFu, w != 0.0f ? ew + base - 130 : kNone);
-    const int top = __reduce_max_sync(0xFFFFFFFFu, w != 0.0f ? ew + base : -kNone);
-    const int k = 149 + base - 256 - c;
-    const bool w_ok = isfinite(w) && (w == 0.0f || ew + k <= 126);
-    // Head scores S * 2^(base + fmin - 256), |S| < 2^24, are exact normal-or-exact floats.
-    const bool s_ok = base + fr.x >= 107 && base + fr.y <= 359;
-    const bool row_ok = c != kNone && c + fr.x >= 0 && c + fr.y <= 126 && top + fr.y <= 350;
-    const bool all = __all_sync(0xFFFFFFFFu, head_ok && w_ok && s_ok && row_ok);
-    if (!all && order + 1 < kWgmmaOrders) continue;
-    const bool early = __any_sync(0xFFFFFFFFu, multiplies_early(mul));
-    flush_rows(tile, a.qw + int64_t(i) * 4096);
-    a.qw_mul[dst] = mul;
-    a.qw_weight[dst] = all ? ldexpf(w, k) : 0.0f;
-    if (h == 0) {
-      a.row_wgmma[i] = all ? 1 + (early ? 1 : 0) + 2 * order : 0;
-      a.qw_shift[i] = all ? (c + 128) * (1 << 23) : 0;
-    }
-    return;
+    if (admit_row(a, i, dst, tile, mul, base, head_ok, order, false, order + 1 == kWgmmaOrders)) return;
   }
 }
 

@@ -52,7 +52,7 @@ struct QueryPrepArgs {
   int32_t* qw_mul;         // [nsel][32] Horner plan: multiplier exponents m1 | m2 << 8 | m3 << 16 | order << 24
   float* qw_weight;        // [nsel][32]
   int32_t* qw_shift;       // [nsel]
-  int32_t* row_wgmma;      // [nsel] exact on the wgmma route: 1 + (a head multiplies before position 1 or 2) + 2 * order; else 0
+  int32_t* row_wgmma;      // [nsel] exact on the wgmma route: 1 + its plan class (dense_wgmma.cuh); else 0
 };
 void launch_query_prep(const QueryPrepArgs& a);
 

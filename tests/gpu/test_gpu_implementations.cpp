@@ -39,6 +39,10 @@ struct Spec {
   int page_size = 128;
   int topk = 512;
   bool plain_only = false;
+  // Group 3 4 binades lower in every head of rows r % 6 == 3 (the dense wgmma route's one
+  // multiplier a row, where the row has no other special head) and 8 lower in the odd heads of
+  // rows r % 6 == 0 (a multiplier a head).
+  bool low_group3 = false;
 };
 
 // gain scales group `group` alone: 4096 on group 0 puts the group exponents far apart (the
@@ -114,6 +118,10 @@ Batch make_batch(const Spec& spec, uint64_t seed) {
         const float gain = r % 3 == 1 && h == 5 ? 4096.0f : (r % 3 == 2 && h == 9) || group == 2 ? 32.0f : 1.0f;
         random_vector(rng, 0.5f + 0.1f * float(h % 5), group, gain, l.q.data() + i * kPackedDim,
                       l.q_scale.data() + i * kScaleGroups);
+        if (spec.low_group3 && r % 3 == 0) {
+          uint8_t* sc = l.q_scale.data() + i * kScaleGroups + 3;
+          *sc = uint8_t(*sc - (r % 6 == 3 ? 4 : h % 2 == 1 ? 8 : 0));
+        }
         // Row 9, head 21: group 1 exactly 4 binades above groups 0 and 2, the split route's doubled
         // group (the sparse wgmma kernel adds it twice); row 3 stays plain.
         if (r == 9 && h == 21) {
@@ -372,9 +380,10 @@ TEST_CASE("topk 1024 and 2048: gpu-sparse and gpu-mask equal the exact CPU model
 }
 
 // The rows' count on each dense route, from the implementation's notes ("dense: N of M rows on
-// wgmma ... (E multiplying before groups 1-2, R in another k-step order), K on mma.sync").
+// wgmma ... (U with one multiplier a row, E multiplying before groups 1-2, R in another k-step
+// order), K on mma.sync").
 struct DenseRoutes {
-  int wgmma = -1, early = -1, reordered = -1, rest = -1;
+  int wgmma = -1, uniform = -1, early = -1, reordered = -1, rest = -1;
 };
 DenseRoutes dense_routes(const Results& r) {
   DenseRoutes d;
@@ -382,15 +391,20 @@ DenseRoutes dense_routes(const Results& r) {
   const size_t at = r.notes.find("dense: ");
   if (at != std::string::npos)
     std::sscanf(r.notes.c_str() + at,
-                "dense: %d of %d rows on wgmma m64n128k32 (%d multiplying before groups 1-2, %d in another k-step "
-                "order), %d on mma.sync",
-                &d.wgmma, &total, &d.early, &d.reordered, &d.rest);
+                "dense: %d of %d rows on wgmma m64n128k32 (%d with one multiplier a row, %d multiplying before "
+                "groups 1-2, %d in another k-step order), %d on mma.sync",
+                &d.wgmma, &total, &d.uniform, &d.early, &d.reordered, &d.rest);
   return d;
 }
 
 TEST_CASE("dense logits: the wgmma route and the portable kernel each give the model's bits") {
   model_cache().clear();
-  const Batch b = make_batch(standard_spec(), 7);
+  Spec spec = standard_spec();
+  spec.low_group3 = true;
+  spec.lc.push_back(3000);  // rows 12-23: 15 and 21 take one multiplier a row in every layer
+  spec.lens.push_back(std::vector<int>(12, 3000));
+  spec.tails.push_back(0);
+  const Batch b = make_batch(spec, 7);
   RunOptions o;
   o.scores = true;
   const Results both = gpu::make_gpu_mask()->run(b, o);
@@ -398,6 +412,7 @@ TEST_CASE("dense logits: the wgmma route and the portable kernel each give the m
   INFO(both.notes);
   if (gpu::describe_device().find("sm_90") != std::string::npos) {
     CHECK(routes.wgmma > 0);  // most rows; wide keys (every 97th) are scored by the wide-key pass
+    CHECK(routes.uniform > 0);    // rows 15, 21: every head's group 3 4 binades under the others
     CHECK(routes.early > 0);      // rows with a head whose group 0 lies 5 binades above the others
     CHECK(routes.reordered > 0);  // rows with a head whose group 2 does (group 1 more than 3 below it)
     CHECK(routes.rest > 0);   // rows with a head whose group 0 lies 12 binades above, or zero weights
