@@ -1,0 +1,175 @@
+// Census of the dense wgmma route's plans on a generated batch, on the host: per layer, how many
+// rows need no multiply (mode 0), a multiply before group 3 only (mode 1) or earlier (mode 2),
+// and how many mode-1 rows fit one multiplier 2^K for all their heads (gpu/prep's uniform plan,
+// kUniformClass): group shifts in 0..3, and with value-aware shifts (down by the values'
+// trailing zero bits, up by their headroom). It replays the prep's exponent and bound
+// conditions, not its weight conditions. A measuring aid, not part of the build:
+//   cmake --build build --target dsa_generate
+//   g++ -std=c++17 -O2 -I. -Iinclude bench/micro/dense_census.cpp build/libdsa_generate.a \
+//       build/libdsa_reference.a build/libdsa_core.a -fopenmp -o /tmp/dense_census
+//   /tmp/dense_census chunk-256k            # preset [rows per request]
+// Session 22's record (bench/results/h200.md, run 144): chunk-256k's source layer, 16384 rows:
+// 14965 mode 1, 1419 mode 2; 10332 fit one K with shifts in 0..3 (K 1: 7292, K 2: 3040), 13907
+// with value-aware shifts.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "harness/generate/generate.hpp"
+
+using namespace dsa;
+
+namespace {
+long group_sum(const uint8_t* packed, int g, int s) {
+  static const int twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  long t = 0;
+  for (int i = 0; i < 16; ++i) {
+    const uint8_t b = packed[16 * g + i];
+    t += twice[b & 7] + twice[(b >> 4) & 7];
+  }
+  return t << s;
+}
+// 0: all four groups within 3 binades; 1: groups 0-2 within 3, group 3 below (m = m012 - e3); 2: other.
+int head_mode(const uint8_t* sc, int* m) {
+  int e[4];
+  for (int g = 0; g < 4; ++g) e[g] = sc[g];
+  const int m012 = std::min({e[0], e[1], e[2]}), top012 = std::max({e[0], e[1], e[2]});
+  *m = 0;
+  if (std::max(top012, e[3]) - std::min(m012, e[3]) <= 3) return 0;
+  if (top012 - m012 <= 3 && e[3] < m012) {
+    *m = m012 - e[3];
+    return 1;
+  }
+  return 2;
+}
+// Whether head (packed q, scales) fits accumulator * 2^K before group 3 with shifts s_g in 0..3.
+bool head_fits_k(const uint8_t* q, const uint8_t* sc, int K) {
+  for (int s3 = 0; s3 <= 3; ++s3) {
+    bool ok = true;
+    long bound = group_sum(q, 3, s3);
+    for (int g = 0; g < 3 && ok; ++g) {
+      const int s = int(sc[g]) - int(sc[3]) + s3 - K;
+      ok = s >= 0 && s <= 3;
+      if (ok) bound += group_sum(q, g, s) << K;
+    }
+    if (ok && bound * 96 < (1L << 24)) return true;
+  }
+  return false;
+}
+// The shift range of group g that keeps its values int8 and integral: [-tz, hr].
+void shift_range(const uint8_t* packed, int g, int* lo, int* hi) {
+  static const int twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  int mx = 0, tz = 9;
+  for (int i = 0; i < 32; ++i) {
+    const uint8_t b = packed[16 * g + i / 2];
+    const int v = twice[(i & 1 ? b >> 4 : b) & 7];
+    if (v == 0) continue;
+    mx = std::max(mx, v);
+    tz = std::min(tz, __builtin_ctz(v));
+  }
+  if (mx == 0) { *lo = -30; *hi = 30; return; }
+  int f = 0;
+  while ((mx << (f + 1)) <= 127) ++f;
+  *lo = -tz;
+  *hi = f;
+}
+long group_sum_f(const uint8_t* packed, int g, int f) {
+  return f >= 0 ? group_sum(packed, g, f) : group_sum(packed, g, 0) >> -f;
+}
+// Whether the head folds without a multiply when shifts may use the values' trailing zeros and headroom.
+bool head_folds_wide(const uint8_t* q, const uint8_t* sc) {
+  int blo = -1000, bhi = 1000;
+  for (int g = 0; g < 4; ++g) {
+    int lo, hi;
+    shift_range(q, g, &lo, &hi);
+    blo = std::max(blo, int(sc[g]) - hi);
+    bhi = std::min(bhi, int(sc[g]) - lo);
+  }
+  for (int B = blo; B <= bhi; ++B) {
+    long bound = 0;
+    for (int g = 0; g < 4; ++g) bound += group_sum_f(q, g, int(sc[g]) - B);
+    if (bound * 96 < (1L << 24)) return true;
+  }
+  return false;
+}
+bool head_fits_k_wide(const uint8_t* q, const uint8_t* sc, int K) {
+  int lo[4], hi[4];
+  for (int g = 0; g < 4; ++g) shift_range(q, g, &lo[g], &hi[g]);
+  for (int s3 = lo[3]; s3 <= hi[3]; ++s3) {
+    bool ok = true;
+    long bound = group_sum_f(q, 3, s3);
+    for (int g = 0; g < 3 && ok; ++g) {
+      const int s = int(sc[g]) - int(sc[3]) + s3 - K;
+      ok = s >= lo[g] && s <= hi[g];
+      if (ok) bound += group_sum_f(q, g, s) << K;
+    }
+    if (ok && bound * 96 < (1L << 24)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  GenerateOptions o;
+  o.preset = argc > 1 ? argv[1] : "chunk-256k";
+  if (argc > 2) o.rows_per_request = std::atoi(argv[2]);
+  const Batch b = generate_batch(o);
+  for (const Layer& layer : b.layers) {
+    const int R = int(layer.weights.size() / kHeads);
+    long modes[3] = {}, uniform = 0;
+    std::map<int, long> kcount, spread;
+    long heads1 = 0, wide_rows = 0, uniform_wide = 0;
+    std::map<int, long> mdist;
+    for (int r = 0; r < R; ++r) {
+      int mode = 0, mlo = 99, mhi = -1;
+      bool wide_all = true;
+      for (int h = 0; h < kHeads; ++h)
+        wide_all = wide_all && head_folds_wide(layer.q_row(r) + h * kPackedDim, layer.scale_row(r) + h * kScaleGroups);
+      wide_rows += wide_all;
+      for (int h = 0; h < kHeads; ++h) {
+        int m = 0;
+        const int hm = head_mode(layer.scale_row(r) + h * kScaleGroups, &m);
+        mode = std::max(mode, hm);
+        if (hm == 1) {
+          ++heads1;
+          ++mdist[m];
+          mlo = std::min(mlo, m);
+          mhi = std::max(mhi, m);
+        }
+      }
+      ++modes[mode];
+      for (int K = 1; K <= 20 && mode == 1; ++K) {
+        bool all = true;
+        for (int h = 0; h < kHeads && all; ++h)
+          all = head_fits_k_wide(layer.q_row(r) + h * kPackedDim, layer.scale_row(r) + h * kScaleGroups, K);
+        if (all) { ++uniform_wide; break; }
+      }
+      if (mode != 1) continue;
+      ++spread[mhi - mlo];
+      for (int K = 1; K <= 20; ++K) {
+        bool all = true;
+        for (int h = 0; h < kHeads && all; ++h)
+          all = head_fits_k(layer.q_row(r) + h * kPackedDim, layer.scale_row(r) + h * kScaleGroups, K);
+        if (all) {
+          ++uniform;
+          ++kcount[K];
+          break;
+        }
+      }
+    }
+    std::printf("layer %d (%s): %d rows: mode0 %ld mode1 %ld mode2 %ld; mode1 rows with one K for all heads: %ld\n",
+                layer.id, role_name(layer.role), R, modes[0], modes[1], modes[2], uniform);
+    std::printf("  rows whose every head folds with value-aware shifts: %ld\n", wide_rows);
+    std::printf("  mode-1 rows with one K, value-aware shifts: %ld\n", uniform_wide);
+    std::printf("  K:");
+    for (auto& [k, n] : kcount) std::printf(" %d:%ld", k, n);
+    std::printf("\n  spread of m over a mode-1 row's mode-1 heads:");
+    for (auto& [k, n] : spread) std::printf(" %d:%ld", k, n);
+    std::printf("\n  m of mode-1 heads (%ld):", heads1);
+    for (auto& [k, n] : mdist) std::printf(" %d:%ld", k, n);
+    std::printf("\n");
+  }
+
+  return 0;
+}
