@@ -264,6 +264,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   sel_req_.upload(req);
   sel_kcol_.upload(kcol);
   use_wgmma_ = dense_wgmma_supported() && std::getenv("DSA_DENSE_PORTABLE") == nullptr;
+  uniform_plan_ = std::getenv("DSA_DENSE_PER_HEAD") == nullptr;
   use_sparse_wgmma_ = sparse_wgmma_supported() && std::getenv("DSA_SPARSE_PORTABLE") == nullptr;
 
   // The tables: the selected rows, then those that are tail rows; valid_len from L (the host has
@@ -515,6 +516,7 @@ void GpuEngine::prep_query(const Layer& layer, bool dense) {
                   qmul_.get(),     qdouble_.get(),     slot.row_split.get(), slot.weights.get(), sel_req_.get(), req_fexp_.get(),
                   wgmma ? qw_.get() : nullptr, qw_mul_.get(), qw_weight_.get(), qw_shift_.get(),
                   slot.row_wgmma.get()};
+  a.uniform_plan = uniform_plan_;
   launch_query_prep(a);
   if (dense && !capturing_) {
     // row_wgmma is written for every row with the wgmma form, and read only then.

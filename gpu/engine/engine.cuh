@@ -178,6 +178,7 @@ class GpuEngine : public Implementation {
   DeviceBuffer<int64_t> sel_kcol_;
   std::vector<int32_t> sel_req_host_;
   bool use_wgmma_ = false;
+  bool uniform_plan_ = true;  // one multiplier a row on the dense wgmma route (DSA_DENSE_PER_HEAD=1: off)
 
   // Keys: the pool, page tables and the flattened int8 operands.
   DeviceBuffer<uint8_t> pool_;

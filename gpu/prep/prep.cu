@@ -323,7 +323,7 @@ __device__ bool admit_row(const QueryPrepArgs& a, int i, int64_t dst, const uint
 // and some head needs a multiply, else the first k-step order whose Horner plans admit the row.
 __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, const PackedVector& q, const VectorExps& x, int64_t dst,
                           uint8_t* tile) {
-  const uint32_t ks = __reduce_and_sync(0xFFFFFFFFu, uniform_ks(q, x));
+  const uint32_t ks = a.uniform_plan ? __reduce_and_sync(0xFFFFFFFFu, uniform_ks(q, x)) : 0u;
   if (ks != 0 && __any_sync(0xFFFFFFFFu, x.emax - x.emin > 3)) {
     const int K = __ffs(int(ks)) - 1;
     const int base = uniform_vector(q, x, K, StagedRow{tile, h});

@@ -53,6 +53,9 @@ struct QueryPrepArgs {
   float* qw_weight;        // [nsel][32]
   int32_t* qw_shift;       // [nsel]
   int32_t* row_wgmma;      // [nsel] exact on the wgmma route: 1 + its plan class (dense_wgmma.cuh); else 0
+  // One multiplier a row where every head fits one (kUniformClass); false keeps every row on its
+  // per-head plan (DSA_DENSE_PER_HEAD=1, to time the two plans on one machine).
+  bool uniform_plan = true;
 };
 void launch_query_prep(const QueryPrepArgs& a);
 

@@ -424,6 +424,12 @@ TEST_CASE("dense logits: the wgmma route and the portable kernel each give the m
   }();
   CHECK(dense_routes(portable).wgmma == 0);
   check_against_model(b, portable, false, all_rows(b));
+  const Results per_head = [&] {
+    const ScopedEnv env("DSA_DENSE_PER_HEAD", "1");
+    return gpu::make_gpu_mask()->run(b, o);
+  }();
+  CHECK(dense_routes(per_head).uniform <= 0);  // -1 off sm_90: no wgmma notes
+  check_against_model(b, per_head, false, all_rows(b));
 }
 
 // The table rows on the sparse wgmma kernel and in all, from the notes ("sparse: N of M table
