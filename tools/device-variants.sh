@@ -12,8 +12,9 @@
 #              env:DSA_SOURCE_CHUNK_ROWS=2048; named env-NAME=VALUE...). The tree as it is runs
 #              too, as "tree".
 #   DSA_VARIANT_ROUNDS (2)    each variant runs this many times, interleaved with the others
-#   DSA_VARIANT_KERNEL        a pattern picked from each timing table for the summary (default:
-#                             every gpu-sparse row)
+#   DSA_VARIANT_KERNEL        an extended regex (grep -E) picked from each timing table for the
+#                             summary, e.g. 'dense_logits|sparse_logits' (default: every gpu-sparse
+#                             row; run 144's summaries were empty: a fixed-string grep took the | literally)
 #   DSA_BUILD_DIR (build-device), DSA_JOBS (16): the build
 # For each run: test_gpu rebuilt, then the chunk-256k timing table (DSA_CHECK_TABLE) in
 # $OUT/variants/NAME-ROUND.md, and the build's ptxas performance warnings (C75xx: a serialised
@@ -111,6 +112,6 @@ for name in "${names[@]}"; do
   for ((r = 1; r <= rounds; r++)); do
     [[ -f $dir/$name-$r.md ]] || continue
     echo "== $name, round $r"
-    grep -F -- "$pattern" "$dir/$name-$r.md"
+    grep -E -- "$pattern" "$dir/$name-$r.md"
   done
 done | tee "$dir/summary.md"

@@ -33,11 +33,14 @@ STUB
 cat >"$tmp/build/tests/test_gpu" <<'STUB'
 #!/usr/bin/env bash
 echo "| gpu-sparse/k | 24 | 1 | $(cut -d' ' -f2 gpu/kernel.cu)-$(cut -d' ' -f2 gpu/helper.cuh)-${DSA_TEST_KNOB:-unset} |" >"$DSA_CHECK_TABLE"
+echo "| gpu-sparse/j | 28 | 1 | other |" >>"$DSA_CHECK_TABLE"
+echo "| gpu-mask/k | 24 | 1 | mask |" >>"$DSA_CHECK_TABLE"
 STUB
 chmod +x "$tmp/bin/cmake" "$tmp/build/tests/test_gpu"
 
 export STATES=$tmp/states.txt PATH=$tmp/bin:$PATH
-(cd "$repo" && OUT=$tmp/out DSA_BUILD_DIR=$tmp/build DSA_VARIANT_ROUNDS=1 tools/device-variants.sh "$tmp/folder" "$tmp/patch.diff" \
+(cd "$repo" && OUT=$tmp/out DSA_BUILD_DIR=$tmp/build DSA_VARIANT_ROUNDS=1 DSA_VARIANT_KERNEL='sparse/k|sparse/j' \
+  tools/device-variants.sh "$tmp/folder" "$tmp/patch.diff" \
   env:DSA_TEST_KNOB=7) \
   >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; fail "device-variants exited $?"; }
 
@@ -62,6 +65,9 @@ summary=$(grep -F "gpu-sparse/k" "$tmp/out/variants/summary.md")
 for row in tree-tree-unset folder-tree-unset tree-patch-unset tree-tree-7; do
   grep -q -- "| $row |" <<<"$summary" || fail "the summary lacks the row $row"
 done
+# The pattern is an extended regex: both alternatives picked (run 144's fixed-string grep picked none), nothing else.
+[[ $(grep -c -F "| gpu-sparse/j |" "$tmp/out/variants/summary.md") == 4 ]] || fail "the summary lacks the pattern's second alternative"
+! grep -q -F "gpu-mask/k" "$tmp/out/variants/summary.md" || fail "the summary holds a row the pattern does not match"
 grep -q "== patch, round 1" "$tmp/out/variants/summary.md" || fail "the patch variant is not named after its file"
 grep -q "== env-DSA_TEST_KNOB=7, round 1" "$tmp/out/variants/summary.md" || fail "the env variant is not named after its variable"
 [[ $(cd "$repo" && git status --porcelain) == "" ]] || { (cd "$repo" && git status --short); fail "the tree was not restored"; }
