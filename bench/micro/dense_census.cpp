@@ -16,20 +16,13 @@
 #include <cstdlib>
 #include <map>
 
+#include "bench/micro/census_common.hpp"
 #include "harness/generate/generate.hpp"
 
 using namespace dsa;
 
 namespace {
-long group_sum(const uint8_t* packed, int g, int s) {
-  static const int twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
-  long t = 0;
-  for (int i = 0; i < 16; ++i) {
-    const uint8_t b = packed[16 * g + i];
-    t += twice[b & 7] + twice[(b >> 4) & 7];
-  }
-  return t << s;
-}
+using census::group_sum;
 // 0: all four groups within 3 binades; 1: groups 0-2 within 3, group 3 below (m = m012 - e3); 2: other.
 int head_mode(const uint8_t* sc, int* m) {
   int e[4];
@@ -59,11 +52,10 @@ bool head_fits_k(const uint8_t* q, const uint8_t* sc, int K) {
 }
 // The shift range of group g that keeps its values int8 and integral: [-tz, hr].
 void shift_range(const uint8_t* packed, int g, int* lo, int* hi) {
-  static const int twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
   int mx = 0, tz = 9;
   for (int i = 0; i < 32; ++i) {
     const uint8_t b = packed[16 * g + i / 2];
-    const int v = twice[(i & 1 ? b >> 4 : b) & 7];
+    const int v = census::kTwice[(i & 1 ? b >> 4 : b) & 7];
     if (v == 0) continue;
     mx = std::max(mx, v);
     tz = std::min(tz, __builtin_ctz(v));

@@ -20,23 +20,14 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench/micro/census_common.hpp"
 #include "harness/generate/generate.hpp"
 #include "reference/formats.hpp"
 
 using namespace dsa;
 
 namespace {
-
-// Sum of |2q| over group g's 32 values, shifted left by s (prep.cu's fold_group).
-long group_sum(const uint8_t* packed, int g, int s) {
-  static const int twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
-  long t = 0;
-  for (int i = 0; i < 16; ++i) {
-    const uint8_t b = packed[16 * g + i];
-    t += twice[b & 7] + twice[(b >> 4) & 7];
-  }
-  return t << s;
-}
+using census::group_sum;
 
 // The split route's verdict on one head: -2 off, -1 plain, g when group g is doubled;
 // *group3_lowest: whether group 3's exponent is the head's minimum.
