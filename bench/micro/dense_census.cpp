@@ -36,20 +36,6 @@ int head_mode(const uint8_t* sc, int* m) {
   }
   return 2;
 }
-// Whether head (packed q, scales) fits accumulator * 2^K before group 3 with shifts s_g in 0..3.
-bool head_fits_k(const uint8_t* q, const uint8_t* sc, int K) {
-  for (int s3 = 0; s3 <= 3; ++s3) {
-    bool ok = true;
-    long bound = group_sum(q, 3, s3);
-    for (int g = 0; g < 3 && ok; ++g) {
-      const int s = int(sc[g]) - int(sc[3]) + s3 - K;
-      ok = s >= 0 && s <= 3;
-      if (ok) bound += group_sum(q, g, s) << K;
-    }
-    if (ok && bound * 96 < (1L << 24)) return true;
-  }
-  return false;
-}
 // The shift range of group g that keeps its values int8 and integral: [-tz, hr].
 void shift_range(const uint8_t* packed, int g, int* lo, int* hi) {
   int mx = 0, tz = 9;
@@ -69,14 +55,25 @@ void shift_range(const uint8_t* packed, int g, int* lo, int* hi) {
 long group_sum_f(const uint8_t* packed, int g, int f) {
   return f >= 0 ? group_sum(packed, g, f) : group_sum(packed, g, 0) >> -f;
 }
+// Each group's shift range: 0..3 as the prep takes it, or the value-aware range (shift_range).
+struct Ranges {
+  int lo[4], hi[4];
+};
+Ranges shift_ranges(const uint8_t* q, bool value_aware) {
+  Ranges r;
+  for (int g = 0; g < 4; ++g) {
+    r.lo[g] = 0, r.hi[g] = 3;
+    if (value_aware) shift_range(q, g, &r.lo[g], &r.hi[g]);
+  }
+  return r;
+}
 // Whether the head folds without a multiply when shifts may use the values' trailing zeros and headroom.
 bool head_folds_wide(const uint8_t* q, const uint8_t* sc) {
+  const Ranges rg = shift_ranges(q, true);
   int blo = -1000, bhi = 1000;
   for (int g = 0; g < 4; ++g) {
-    int lo, hi;
-    shift_range(q, g, &lo, &hi);
-    blo = std::max(blo, int(sc[g]) - hi);
-    bhi = std::min(bhi, int(sc[g]) - lo);
+    blo = std::max(blo, int(sc[g]) - rg.hi[g]);
+    bhi = std::min(bhi, int(sc[g]) - rg.lo[g]);
   }
   for (int B = blo; B <= bhi; ++B) {
     long bound = 0;
@@ -85,20 +82,31 @@ bool head_folds_wide(const uint8_t* q, const uint8_t* sc) {
   }
   return false;
 }
-bool head_fits_k_wide(const uint8_t* q, const uint8_t* sc, int K) {
-  int lo[4], hi[4];
-  for (int g = 0; g < 4; ++g) shift_range(q, g, &lo[g], &hi[g]);
-  for (int s3 = lo[3]; s3 <= hi[3]; ++s3) {
+// Whether the head fits accumulator * 2^K before group 3 with its groups' shifts in range.
+bool head_fits_k(const uint8_t* q, const uint8_t* sc, const Ranges& r, int K) {
+  for (int s3 = r.lo[3]; s3 <= r.hi[3]; ++s3) {
     bool ok = true;
     long bound = group_sum_f(q, 3, s3);
     for (int g = 0; g < 3 && ok; ++g) {
       const int s = int(sc[g]) - int(sc[3]) + s3 - K;
-      ok = s >= lo[g] && s <= hi[g];
+      ok = s >= r.lo[g] && s <= r.hi[g];
       if (ok) bound += group_sum_f(q, g, s) << K;
     }
     if (ok && bound * 96 < (1L << 24)) return true;
   }
   return false;
+}
+// The smallest K in 1..20 that every head of row r fits, 0 when none does.
+int row_k(const Layer& layer, int r, bool value_aware) {
+  for (int K = 1; K <= 20; ++K) {
+    bool all = true;
+    for (int h = 0; h < kHeads && all; ++h) {
+      const uint8_t* q = layer.q_row(r) + h * kPackedDim;
+      all = head_fits_k(q, layer.scale_row(r) + h * kScaleGroups, shift_ranges(q, value_aware), K);
+    }
+    if (all) return K;
+  }
+  return 0;
 }
 }  // namespace
 
@@ -131,23 +139,12 @@ int main(int argc, char** argv) {
         }
       }
       ++modes[mode];
-      for (int K = 1; K <= 20 && mode == 1; ++K) {
-        bool all = true;
-        for (int h = 0; h < kHeads && all; ++h)
-          all = head_fits_k_wide(layer.q_row(r) + h * kPackedDim, layer.scale_row(r) + h * kScaleGroups, K);
-        if (all) { ++uniform_wide; break; }
-      }
       if (mode != 1) continue;
+      uniform_wide += row_k(layer, r, true) != 0;
       ++spread[mhi - mlo];
-      for (int K = 1; K <= 20; ++K) {
-        bool all = true;
-        for (int h = 0; h < kHeads && all; ++h)
-          all = head_fits_k(layer.q_row(r) + h * kPackedDim, layer.scale_row(r) + h * kScaleGroups, K);
-        if (all) {
-          ++uniform;
-          ++kcount[K];
-          break;
-        }
+      if (const int K = row_k(layer, r, false)) {
+        ++uniform;
+        ++kcount[K];
       }
     }
     std::printf("layer %d (%s): %d rows: mode0 %ld mode1 %ld mode2 %ld; mode1 rows with one K for all heads: %ld\n",
