@@ -10,7 +10,8 @@
 //   /tmp/dense_census chunk-256k            # preset [rows per request]
 // Session 22's record (bench/results/h200.md, run 144): chunk-256k's source layer, 16384 rows:
 // 14965 mode 1, 1419 mode 2; 10332 fit one K with shifts in 0..3 (K 1: 7292, K 2: 3040), 13907
-// with value-aware shifts.
+// with value-aware shifts (K 1: 10801, K 2: 3106; the prep's notes in run 146 count 14906, with
+// the rows that also multiply before groups 1-2 per head).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   for (const Layer& layer : b.layers) {
     const int R = int(layer.weights.size() / kHeads);
     long modes[3] = {}, uniform = 0;
-    std::map<int, long> kcount, spread;
+    std::map<int, long> kcount, kcount_wide, spread;
     long heads1 = 0, wide_rows = 0, uniform_wide = 0;
     std::map<int, long> mdist;
     for (int r = 0; r < R; ++r) {
@@ -140,7 +141,10 @@ int main(int argc, char** argv) {
       }
       ++modes[mode];
       if (mode != 1) continue;
-      uniform_wide += row_k(layer, r, true) != 0;
+      if (const int K = row_k(layer, r, true)) {
+        ++uniform_wide;
+        ++kcount_wide[K];
+      }
       ++spread[mhi - mlo];
       if (const int K = row_k(layer, r, false)) {
         ++uniform;
@@ -153,6 +157,8 @@ int main(int argc, char** argv) {
     std::printf("  mode-1 rows with one K, value-aware shifts: %ld\n", uniform_wide);
     std::printf("  K:");
     for (auto& [k, n] : kcount) std::printf(" %d:%ld", k, n);
+    std::printf("\n  K, value-aware shifts:");
+    for (auto& [k, n] : kcount_wide) std::printf(" %d:%ld", k, n);
     std::printf("\n  spread of m over a mode-1 row's mode-1 heads:");
     for (auto& [k, n] : spread) std::printf(" %d:%ld", k, n);
     std::printf("\n  m of mode-1 heads (%ld):", heads1);
