@@ -68,10 +68,12 @@ mutant "rows the implementation left out pass" harness/compare/compare.cpp \
 mutant "--repeat never compares the repeats" harness/replay/batch_run.cpp \
   'for (int i = 1; i < opt_.repeat; ++i) {' 'for (int i = 1; i < 1; ++i) {' \
   test_replay "replay --repeat: a planted nondeterministic implementation is caught"
+# The hand-worked batch's pages of 8 positions lie in reverse order, so the lookup of the page
+# before reads another page's keys at every page start (0.01 s; the model sweep took 43 s, twice).
 mutant "reference: page lookup off by one position" reference/scores.hpp \
   'return pool + int64_t(table[p / page_size]) * page_size * kSlotBytes;' \
   'return pool + int64_t(table[(p - 1) / page_size]) * page_size * kSlotBytes;' \
-  test_impls "the reference agrees with the independent model on every preset's sampled rows"
+  test_impls "hand-worked batch: blocks"
 
 selected=("$@")
 if ((${#selected[@]} == 0)); then selected=($(seq 1 ${#names[@]})); fi

@@ -7,4 +7,4 @@ tools/install-deps.sh
 source tools/cuda-path.sh
 cmake --preset default >/dev/null
 cmake --build --preset default --parallel "$(nproc)"  # all cores (2 on CI, 16 on the GPU box)
-ctest --preset default "$@"
+ctest --preset default --parallel "$(nproc)" "$@"  # tests on every core; GPU tests one at a time (RESOURCE_LOCK gpu)
