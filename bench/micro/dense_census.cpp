@@ -40,9 +40,8 @@ int head_mode(const uint8_t* sc, int* m) {
 // The shift range of group g that keeps its values int8 and integral: [-tz, hr].
 void shift_range(const uint8_t* packed, int g, int* lo, int* hi) {
   int mx = 0, tz = 9;
-  for (int i = 0; i < 32; ++i) {
-    const uint8_t b = packed[16 * g + i / 2];
-    const int v = census::kTwice[(i & 1 ? b >> 4 : b) & 7];
+  for (int d = 0; d < 32; ++d) {
+    const int v = census::twice_magnitude(packed, g, d);
     if (v == 0) continue;
     mx = std::max(mx, v);
     tz = std::min(tz, __builtin_ctz(v));
