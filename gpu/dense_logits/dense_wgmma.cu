@@ -100,10 +100,10 @@ __device__ __forceinline__ TilePlan stage_queries(WgmmaSmem& sm, const DenseWgmm
   sm.w[r][h] = w;
 #pragma unroll
   for (int p = 0; p < 3; ++p) sm.mul[p][r][h] = 1 << multiplier_exponent(m, p);
-  reinterpret_cast<uint8_t*>(sm.mexp[r])[h] = uint8_t(multiplier_exponent(m, 2));
+  const int m3 = multiplier_exponent(m, 2);
+  reinterpret_cast<uint8_t*>(sm.mexp[r])[h] = uint8_t(m3);
   // Warp r stages row r, a lane a head: the row's heads share one multiplier when every lane's
   // equals lane 0's (an empty row's are all 0).
-  const int m3 = multiplier_exponent(m, 2);
   const bool one_per_row = __all_sync(0xFFFFFFFFu, m3 == __shfl_sync(0xFFFFFFFFu, m3, 0));
   const bool early = __syncthreads_or(multiplies_early(m)) != 0;
   const bool late = __syncthreads_or(multiplies(m)) != 0;

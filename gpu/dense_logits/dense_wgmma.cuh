@@ -7,7 +7,10 @@
 //     accumulator multiplied in place by 2^m[i] before group i's step, group g's query values
 //     shifted left by f[g] <= 3, so that group g weighs 2^(e[g] - base) (gpu/prep, horner_plan).
 //     Most heads span at most 3 binades (no multiply); most others have group 3 far below the
-//     rest (one multiply, before group 3). Keys fully folded (key prep).
+//     rest (one multiply, before group 3). Keys fully folded (key prep). In the one-multiplier
+//     plans (kUniformClass below) f[g] may be any shift that keeps the group's values exact
+//     int8: right by no more than their common trailing zero bits, left while the largest stays
+//     <= 127.
 //     |S| < 2^24, and so every partial sum, checked per head against the largest key value 96.
 //   * relu and conversion in one integer max: the bits of max(S, 0) read as a float are exactly
 //     x = S * 2^-149 (subnormal below 2^23, first binade up to 2^24).

@@ -86,11 +86,30 @@ __device__ __forceinline__ void flush_rows(const uint8_t* tile, int8_t* dst) {
   __syncwarp();
 }
 
-// One group as int8 values shifted left by `shift` (<= 3): 8 words of 4.
-__device__ __forceinline__ void unpack_group(const GroupWords& p, int shift, uint32_t (&v)[8]) {
-  const Fp4Lut lut = fp4_lut(shift);
+// One group as int8 values through `lut`: 8 words of 4.
+__device__ __forceinline__ void unpack_lut(const GroupWords& p, const Fp4Lut& lut, uint32_t (&v)[8]) {
 #pragma unroll
   for (int w = 0; w < 4; ++w) unpack8(p.w[w], lut, v[2 * w], v[2 * w + 1]);
+}
+// One group as int8 values shifted left by `shift` (<= 3).
+__device__ __forceinline__ void unpack_group(const GroupWords& p, int shift, uint32_t (&v)[8]) {
+  unpack_lut(p, fp4_lut(shift), v);
+}
+
+// The magnitudes of a group's 32 int8 values: their sum, largest and bitwise or.
+struct Magnitudes {
+  int sum, max, bits;
+};
+__device__ __forceinline__ Magnitudes magnitudes(const uint32_t (&v)[8]) {
+  Magnitudes m{0, 0, 0};
+  for (int w = 0; w < 8; ++w)
+    for (int k = 0; k < 4; ++k) {
+      const int a = abs(int(int8_t(v[w] >> (8 * k))));
+      m.sum += a;
+      m.max = max(m.max, a);
+      m.bits |= a;
+    }
+  return m;
 }
 
 template <class Row>
@@ -138,11 +157,8 @@ template <class Row>
 __device__ int fold_group(const PackedVector& q, int g, int shift, const Row& out) {
   uint32_t v[8];
   unpack_group(q.group(g), shift, v);
-  int sum = 0;
-  for (int w = 0; w < 8; ++w)
-    for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
   put_group(out, g, v);
-  return sum;
+  return magnitudes(v).sum;
 }
 
 // The split form of one query head (fp4_mma.cuh, "the split route"): groups 0-2 shifted to
@@ -236,52 +252,89 @@ __device__ bool wgmma_vector(const PackedVector& q, const VectorExps& x, int ord
   return fits && bound * 96 < (int64_t(1) << 24);
 }
 
-// Sum of the magnitudes of group g's int8 values 2q, unshifted.
-__device__ int group_magnitude(const PackedVector& q, int g) {
+// The int8 values 2q of a group (e2m1 codes 0..7: 0 1 2 3 4 6 8 12) shifted by any s: right
+// shifts exact only for values with that many trailing zero bits, left shifts int8 only up to
+// the group's largest value (the entries above it may be wrong: they are never read).
+__device__ Fp4Lut fp4_lut_any(int shift) {
+  const int vals[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  Fp4Lut l{0, 0, 0, 0};
+  for (int j = 0; j < 4; ++j) {
+    const int a = shift >= 0 ? vals[j] << shift : vals[j] >> -shift;
+    const int b = shift >= 0 ? vals[4 + j] << shift : vals[4 + j] >> -shift;
+    l.p0 |= uint32_t(a & 0xFF) << (8 * j);
+    l.p1 |= uint32_t(b & 0xFF) << (8 * j);
+    l.n0 |= uint32_t(-a & 0xFF) << (8 * j);
+    l.n1 |= uint32_t(-b & 0xFF) << (8 * j);
+  }
+  return l;
+}
+
+// Group g of a query head as int8 2q shifted by any s in its exact range (group_stats) into its row.
+template <class Row>
+__device__ void fold_group_any(const PackedVector& q, int g, int shift, const Row& out) {
+  uint32_t v[8];
+  unpack_lut(q.group(g), fp4_lut_any(shift), v);
+  put_group(out, g, v);
+}
+
+// A group's magnitudes 2|q| (sum) and the shifts that keep its values exact int8: down by the
+// fewest trailing zero bits of a nonzero value, up while its largest value stays <= 127. An
+// all-zero group takes any shift in -3..6.
+struct GroupStats {
+  int sum, lo, hi;
+};
+__device__ GroupStats group_stats(const PackedVector& q, int g) {
   uint32_t v[8];
   unpack_group(q.group(g), 0, v);
-  int sum = 0;
-  for (int w = 0; w < 8; ++w)
-    for (int k = 0; k < 4; ++k) sum += abs(int(int8_t(v[w] >> (8 * k))));
-  return sum;
+  const Magnitudes m = magnitudes(v);
+  if (m.max == 0) return {0, -3, 6};
+  int hi = 0;
+  while ((m.max << (hi + 1)) <= 127) ++hi;
+  return {m.sum, -(__ffs(m.bits) - 1), hi};
 }
+__device__ __forceinline__ int64_t shifted(int sum, int s) { return s >= 0 ? int64_t(sum) << s : int64_t(sum >> -s); }
 
 // One multiplier a row (dense_wgmma.cuh, kUniformClass): the accumulator times 2^K before group
 // 3 for every head of the row, so the kernel holds one multiplier a thread instead of making 32
 // from packed exponents at every step (run 144: the per-head multiply, 64 IMAD and 56 shifts a
 // step, costs 12 % of dense_logits). Group g < 3 is shifted by s_g = e_g - e_3 + s_3 - K and group
-// 3 by s_3, all in 0..3 (int8: |2q| <= 12), so group g weighs 2^(e_g - base) with base = e_3 - s_3;
-// the smallest s_3 that works keeps |S| smallest. Returns s_3 for this K, or -1 when the head does
-// not fit (a shift out of range, or |S| < 2^24 not held for keys up to 96).
-__device__ int uniform_shift3(const VectorExps& x, const int (&sum)[4], int K) {
+// 3 by s_3, each within its group's exact int8 range (group_stats: beyond 0..3 where the values'
+// trailing zeros or headroom allow), so group g weighs 2^(e_g - base) with base = e_3 - s_3; the
+// smallest s_3 that works keeps |S| smallest. Returns whether the head fits (and s_3): the shifts
+// in range and |S| < 2^24 for keys up to 96.
+__device__ bool uniform_shift3(const VectorExps& x, const GroupStats (&st)[4], int K, int* s3) {
   const int e3 = x.group_exp(3);
-  const int m012 = min(min(x.group_exp(0), x.group_exp(1)), x.group_exp(2));
-  const int top012 = max(max(x.group_exp(0), x.group_exp(1)), x.group_exp(2));
-  const int s3 = max(0, K - (m012 - e3));
-  if (s3 > 3 || top012 - e3 + s3 - K > 3) return -1;
-  int64_t bound = int64_t(sum[3]) << s3;
-  for (int g = 0; g < 3; ++g) bound += int64_t(sum[g]) << (x.group_exp(g) - e3 + s3);  // s_g + K
-  return bound * 96 < (int64_t(1) << 24) ? s3 : -1;
+  int lo = st[3].lo, hi = st[3].hi;
+  for (int g = 0; g < 3; ++g) {
+    const int d = x.group_exp(g) - e3;
+    lo = max(lo, K + st[g].lo - d);
+    hi = min(hi, K + st[g].hi - d);
+  }
+  if (lo > hi) return false;
+  *s3 = lo;
+  int64_t bound = shifted(st[3].sum, lo);
+  for (int g = 0; g < 3; ++g) bound += shifted(st[g].sum, x.group_exp(g) - e3 + lo - K) << K;
+  return bound * 96 < (int64_t(1) << 24);
 }
 
 // The multipliers 2^K (K = 1..20, bit K) this head fits under one multiplier a row.
-__device__ uint32_t uniform_ks(const PackedVector& q, const VectorExps& x) {
-  int sum[4];
-  for (int g = 0; g < 4; ++g) sum[g] = group_magnitude(q, g);
+__device__ uint32_t uniform_ks(const GroupStats (&st)[4], const VectorExps& x) {
   uint32_t ks = 0;
+  int s3 = 0;
   for (int K = 1; K <= 20; ++K)
-    if (uniform_shift3(x, sum, K) >= 0) ks |= 1u << K;
+    if (uniform_shift3(x, st, K, &s3)) ks |= 1u << K;
   return ks;
 }
 
 // This head in the uniform plan with multiplier 2^K (it fits: uniform_ks): its groups shifted
 // into the staging tile; returns base.
-__device__ int uniform_vector(const PackedVector& q, const VectorExps& x, int K, const StagedRow& out) {
-  int sum[4];
-  for (int g = 0; g < 4; ++g) sum[g] = group_magnitude(q, g);
-  const int s3 = uniform_shift3(x, sum, K), e3 = x.group_exp(3);
-  for (int g = 0; g < 3; ++g) fold_group(q, g, x.group_exp(g) - e3 + s3 - K, out);
-  fold_group(q, 3, s3, out);
+__device__ int uniform_vector(const PackedVector& q, const VectorExps& x, const GroupStats (&st)[4], int K,
+                              const StagedRow& out) {
+  int s3 = 0;
+  uniform_shift3(x, st, K, &s3);
+  const int e3 = x.group_exp(3);
+  for (int g = 0; g < 3; ++g) fold_group_any(q, g, x.group_exp(g) - e3 + s3 - K, out);
+  fold_group_any(q, 3, s3, out);
   return e3 - s3;
 }
 
@@ -323,10 +376,12 @@ __device__ bool admit_row(const QueryPrepArgs& a, int i, int64_t dst, const uint
 // and some head needs a multiply, else the first k-step order whose Horner plans admit the row.
 __device__ void wgmma_row(const QueryPrepArgs& a, int i, int h, const PackedVector& q, const VectorExps& x, int64_t dst,
                           uint8_t* tile) {
-  const uint32_t ks = a.uniform_plan ? __reduce_and_sync(0xFFFFFFFFu, uniform_ks(q, x)) : 0u;
+  GroupStats st[4];
+  for (int g = 0; g < 4; ++g) st[g] = group_stats(q, g);
+  const uint32_t ks = a.uniform_plan ? __reduce_and_sync(0xFFFFFFFFu, uniform_ks(st, x)) : 0u;
   if (ks != 0 && __any_sync(0xFFFFFFFFu, x.emax - x.emin > 3)) {
     const int K = __ffs(int(ks)) - 1;
-    const int base = uniform_vector(q, x, K, StagedRow{tile, h});
+    const int base = uniform_vector(q, x, st, K, StagedRow{tile, h});
     if (admit_row(a, i, dst, tile, pack_multipliers(0, 0, K, 0), base, true, 0, true, false)) return;
   }
   for (int order = 0; order < kWgmmaOrders; ++order) {  // the first order that admits the row
