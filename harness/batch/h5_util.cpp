@@ -416,7 +416,7 @@ void Writer::dataset(const std::string& path, Elem elem, const std::vector<int64
 }
 
 Handle Writer::row_dataset(const std::string& path, Elem elem, int64_t rows, int64_t cols, int64_t chunk_rows,
-                           const int32_t* fill, bool compress) {
+                           const int32_t* fill) {
   return create(path, elem, {rows, cols}, chunk_rows, fill);
 }
 

@@ -102,7 +102,7 @@ class Writer {
   // `fill` (i32 datasets only, may be null): what unwritten rows read back as, so rows that were
   // never computed cost neither time nor space.
   Handle row_dataset(const std::string& path, Elem elem, int64_t rows, int64_t cols, int64_t chunk_rows,
-                     const int32_t* fill = nullptr, bool compress = true);
+                     const int32_t* fill = nullptr);
   void write_row(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t cols, const void* data);
   // Rows [row, row + count) of a full-width row dataset.
   void write_rows(const Handle& ds, const std::string& path, Elem elem, int64_t row, int64_t count, int64_t cols,
