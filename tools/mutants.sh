@@ -85,7 +85,10 @@ mkdir -p "$src"
 while IFS= read -r -d '' f; do
   cmp -s "$f" "$src/$f" || { mkdir -p "$src/$(dirname "$f")"; cp "$f" "$src/$f"; }
 done < <(git ls-files -z --cached --others --exclude-standard)
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSA_CUDA=OFF -DDSA_BENCH=OFF >/dev/null
+# -O0 (no -g): the named tests are small, and the clean copy builds in about 90 s instead of 145 s
+# at -O3 on CI's two cores.
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 \
+  -DDSA_CUDA=OFF -DDSA_BENCH=OFF >/dev/null
 
 # Replaces the one occurrence of $2 in file $1 by $3 (plain text, no patterns).
 replace_once() {
