@@ -344,6 +344,7 @@ __host__ __device__ constexpr int other_row_ctas(int rows, int parts) { return (
 constexpr size_t kOtherRingOffset = (sizeof(sparse_mma::WarpSmem) * 4 + 127) / 128 * 128;
 constexpr size_t kOtherSmemBytes = kOtherRingOffset + sizeof(sparse_mma::TileSlot) * 4 * sparse_mma::kDepth;
 
+#ifdef DSA_SPARSE_WGMMA  // only the wgmma kernel calls it (no unused-function warning for sm_100a)
 // A block of the other rows (table rows order[n_split..]): a part of a row a warp, on the
 // mma.sync routes.
 __device__ __forceinline__ void score_other_rows(const SparseLogitsArgs& a, int parts, uint8_t* smem) {
@@ -355,6 +356,7 @@ __device__ __forceinline__ void score_other_rows(const SparseLogitsArgs& a, int 
   if (sparse_mma::warp_job(a, a.n_split, a.n - a.n_split, parts, blockIdx.x * 4 + warp, j))
     sparse_mma::score_other_part(a, j, warp_smem[warp], ring[warp]);
 }
+#endif
 
 // kGroups consecutive split-route rows (order[kGroups blockIdx.x + group]) per CTA, one per
 // warpgroup. kOther: the first blocks score the other rows instead (score_other_rows, `parts`
