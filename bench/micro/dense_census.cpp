@@ -12,6 +12,10 @@
 // 14965 mode 1, 1419 mode 2; 10332 fit one K with shifts in 0..3 (K 1: 7292, K 2: 3040), 13907
 // with value-aware shifts (K 1: 10801, K 2: 3106; the prep's notes in run 146 count 14906, with
 // the rows that also multiply before groups 1-2 per head).
+// Session 25's record (f46c093, value-aware shifts landed): of the 1478 source rows the uniform
+// plan leaves to per-head plans, value-aware per-head shifts would move 77 from a multiply before
+// groups 1-2 to one before group 3 (343 keep the early multiply, 1058 stay on one before group
+// 3): about 0.2 % of the kernel's instructions, so the per-head plans keep shifts 0..3.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -96,6 +100,15 @@ bool head_fits_k(const uint8_t* q, const uint8_t* sc, const Ranges& r, int K) {
   }
   return false;
 }
+// A head's per-head plan with value-aware shifts: 0 no multiply, 1 a multiply before group 3
+// (its own K), 2 neither (a multiply before group 1 or 2 stays needed).
+int head_mode_wide(const uint8_t* q, const uint8_t* sc) {
+  if (head_folds_wide(q, sc)) return 0;
+  const Ranges r = shift_ranges(q, true);
+  for (int K = 1; K <= 20; ++K)
+    if (head_fits_k(q, sc, r, K)) return 1;
+  return 2;
+}
 // The smallest K in 1..20 that every head of row r fits, 0 when none does.
 int row_k(const Layer& layer, int r, bool value_aware) {
   for (int K = 1; K <= 20; ++K) {
@@ -150,6 +163,26 @@ int main(int argc, char** argv) {
         ++kcount[K];
       }
     }
+    // The rows the uniform plan (value-aware) leaves to per-head plans: their mode with 0..3
+    // shifts (head_mode) and with value-aware per-head shifts (head_mode_wide).
+    long left[3][3] = {};
+    for (int r = 0; r < R; ++r) {
+      if (row_k(layer, r, true) != 0) continue;
+      int mode = 0, mode_wide = 0, m = 0;
+      for (int h = 0; h < kHeads; ++h) {
+        const uint8_t* q = layer.q_row(r) + h * kPackedDim;
+        const uint8_t* sc = layer.scale_row(r) + h * kScaleGroups;
+        mode = std::max(mode, head_mode(sc, &m));
+        mode_wide = std::max(mode_wide, head_mode_wide(q, sc));
+      }
+      ++left[mode][mode_wide];
+    }
+    std::printf("layer %d: rows off the uniform plan, mode with shifts 0..3 -> with value-aware per-head shifts:",
+                layer.id);
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 3; ++c)
+        if (left[a][c]) std::printf(" %d->%d: %ld", a, c, left[a][c]);
+    std::printf("\n");
     std::printf("layer %d (%s): %d rows: mode0 %ld mode1 %ld mode2 %ld; mode1 rows with one K for all heads: %ld\n",
                 layer.id, role_name(layer.role), R, modes[0], modes[1], modes[2], uniform);
     std::printf("  rows whose every head folds with value-aware shifts: %ld\n", wide_rows);
