@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every CPU test (ctest label cpu) built with AddressSanitizer + UndefinedBehaviorSanitizer: the
+# The CPU tests (ctest label cpu, except those labelled no-asan: tests/CMakeLists.txt says why)
+# built with AddressSanitizer + UndefinedBehaviorSanitizer: the
 # asan preset (gcc, -O1, unity build, LeakSanitizer at exit, any UBSan report fatal) in
 # build-asan/, HDF5's own bugs on corrupted files suppressed by tools/asan.supp and
 # tools/lsan.supp (docs/fuzzing.md). CI runs it after tools/test.sh.
@@ -13,5 +14,5 @@ cmake --build --preset asan --parallel "$(nproc)"
 built=$SECONDS
 rc=0
 ctest --preset asan --parallel "$(nproc)" "$@" || rc=$?
-echo "sanitize: build $((built - start)) s, tests $((SECONDS - built)) s: $([[ $rc == 0 ]] && echo "no sanitizer report, every cpu test passed" || echo "FAILED (exit $rc)")"
+echo "sanitize: build $((built - start)) s, tests $((SECONDS - built)) s: $([[ $rc == 0 ]] && echo "no sanitizer report, every sanitized cpu test passed" || echo "FAILED (exit $rc)")"
 exit "$rc"
