@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
     std::map<int, long> kcount, kcount_wide, spread;
     long heads1 = 0, wide_rows = 0, uniform_wide = 0;
     std::map<int, long> mdist;
+    // The rows the uniform plan (value-aware) leaves to per-head plans: [their mode with shifts
+    // 0..3 (head_mode)][with value-aware per-head shifts (head_mode_wide)].
+    long left[3][3] = {};
     for (int r = 0; r < R; ++r) {
       int mode = 0, mlo = 99, mhi = -1;
       bool wide_all = true;
@@ -152,30 +155,24 @@ int main(int argc, char** argv) {
         }
       }
       ++modes[mode];
+      const int k_wide = row_k(layer, r, true);
+      if (k_wide == 0) {
+        int mode_wide = 0;
+        for (int h = 0; h < kHeads; ++h)
+          mode_wide = std::max(mode_wide, head_mode_wide(layer.q_row(r) + h * kPackedDim,
+                                                         layer.scale_row(r) + h * kScaleGroups));
+        ++left[mode][mode_wide];
+      }
       if (mode != 1) continue;
-      if (const int K = row_k(layer, r, true)) {
+      if (k_wide) {
         ++uniform_wide;
-        ++kcount_wide[K];
+        ++kcount_wide[k_wide];
       }
       ++spread[mhi - mlo];
       if (const int K = row_k(layer, r, false)) {
         ++uniform;
         ++kcount[K];
       }
-    }
-    // The rows the uniform plan (value-aware) leaves to per-head plans: their mode with 0..3
-    // shifts (head_mode) and with value-aware per-head shifts (head_mode_wide).
-    long left[3][3] = {};
-    for (int r = 0; r < R; ++r) {
-      if (row_k(layer, r, true) != 0) continue;
-      int mode = 0, mode_wide = 0, m = 0;
-      for (int h = 0; h < kHeads; ++h) {
-        const uint8_t* q = layer.q_row(r) + h * kPackedDim;
-        const uint8_t* sc = layer.scale_row(r) + h * kScaleGroups;
-        mode = std::max(mode, head_mode(sc, &m));
-        mode_wide = std::max(mode_wide, head_mode_wide(q, sc));
-      }
-      ++left[mode][mode_wide];
     }
     std::printf("layer %d: rows off the uniform plan, mode with shifts 0..3 -> with value-aware per-head shifts:",
                 layer.id);
