@@ -37,17 +37,19 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint
 struct Fp4Lut {
   uint32_t p0, p1, n0, n1;
 };
-__device__ __forceinline__ Fp4Lut fp4_lut(int shift) {
-  Fp4Lut l;
-  l.p0 = 0x03020100u << shift;  // codes 0..3: 0 1 2 3
-  l.p1 = 0x0C080604u << shift;  // codes 4..7: 4 6 8 12
-  l.n0 = l.n1 = 0;
+// The tables for the positive bytes p0 (codes 0..3) and p1 (codes 4..7): each byte negated.
+__device__ __forceinline__ Fp4Lut with_negatives(uint32_t p0, uint32_t p1) {
+  Fp4Lut l{p0, p1, 0, 0};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    l.n0 |= (uint32_t(-int((l.p0 >> (8 * j)) & 0xFFu)) & 0xFFu) << (8 * j);
-    l.n1 |= (uint32_t(-int((l.p1 >> (8 * j)) & 0xFFu)) & 0xFFu) << (8 * j);
+    l.n0 |= (uint32_t(-int((p0 >> (8 * j)) & 0xFFu)) & 0xFFu) << (8 * j);
+    l.n1 |= (uint32_t(-int((p1 >> (8 * j)) & 0xFFu)) & 0xFFu) << (8 * j);
   }
   return l;
+}
+__device__ __forceinline__ Fp4Lut fp4_lut(int shift) {
+  return with_negatives(0x03020100u << shift,   // codes 0..3: 0 1 2 3
+                        0x0C080604u << shift);  // codes 4..7: 4 6 8 12
 }
 
 // Four e2m1 codes (the nibbles of the low 16 bits of h, lowest first) -> four int8 bytes.

@@ -257,16 +257,14 @@ __device__ bool wgmma_vector(const PackedVector& q, const VectorExps& x, int ord
 // the group's largest value (the entries above it may be wrong: they are never read).
 __device__ Fp4Lut fp4_lut_any(int shift) {
   const int vals[8] = {0, 1, 2, 3, 4, 6, 8, 12};
-  Fp4Lut l{0, 0, 0, 0};
+  uint32_t p0 = 0, p1 = 0;
   for (int j = 0; j < 4; ++j) {
     const int a = shift >= 0 ? vals[j] << shift : vals[j] >> -shift;
     const int b = shift >= 0 ? vals[4 + j] << shift : vals[4 + j] >> -shift;
-    l.p0 |= uint32_t(a & 0xFF) << (8 * j);
-    l.p1 |= uint32_t(b & 0xFF) << (8 * j);
-    l.n0 |= uint32_t(-a & 0xFF) << (8 * j);
-    l.n1 |= uint32_t(-b & 0xFF) << (8 * j);
+    p0 |= uint32_t(a & 0xFF) << (8 * j);
+    p1 |= uint32_t(b & 0xFF) << (8 * j);
   }
-  return l;
+  return with_negatives(p0, p1);
 }
 
 // Group g of a query head as int8 2q shifted by any s in its exact range (group_stats) into its row.
