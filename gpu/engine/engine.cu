@@ -372,6 +372,12 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   // would not fit a GPU first).
   if (drows * size_t(ld_keys_) > size_t(UINT32_MAX)) throw std::runtime_error(name() + ": too many block keys");
   keys_.resize(drows * size_t(ld_keys_));
+  // Level one's published keys, a launch's rows (a chunk, or all): only where a row has more
+  // than 2048 blocks to narrow and level one selects in registers (launch_block_topk).
+  const char* narrow = std::getenv("DSA_OWN_NARROW");
+  narrow_own_ = batch.topk < kTopkBlocks && (max_len_ + 7) / 8 > kTopkBlocks && block_topk_in_registers(max_len_) &&
+                !(narrow != nullptr && std::string(narrow) == "0");
+  if (narrow_own_) pick_keys_.resize(drows * kTopkBlocks);
   if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
   for (const Layer& l : batch.layers) {
     LayerSlot& slot = slots_[l.id];
@@ -629,7 +635,7 @@ void GpuEngine::own_topk(const Batch& batch, const Layer& layer) {
   auto launch = [&] {
     if (via_blocks)
       launch_own_topk(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, level_kth_.get(), blocks_.get(),
-                      valid_len_.get(), picks.get(), topk_list_.get());
+                      valid_len_.get(), picks.get(), topk_list_.get(), pick_keys());
     else
       launch_topk_dense(dense_.get(), ld_dense_, sel_len_.get(), nsel, k, picks.get());
   };
@@ -670,7 +676,7 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
   if (checks_) check_keys(all);
 
   poison(blocks_.get(), kPoisonByteInt, size_t(nsel + ntail) * kTopkBlocks * sizeof(int32_t));
-  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch));
+  launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch), pick_keys());
   // The tail table: the published rows of the tail rows, after the selected rows' (one table).
   if (ntail > 0) gather_rows(blocks_.get(), kTopkBlocks, tail_rows_.get(), ntail, blocks_.get() + int64_t(nsel) * kTopkBlocks);
   if (checks_)
@@ -679,7 +685,8 @@ void GpuEngine::publish(const Batch& batch, const Layer& source, const RunOption
                   "block_topk");
   time("block_topk", &source, 0, double(sum_blocks) * 4 + double(nsel) * kTopkBlocks * 4,
        [&] {
-         launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch));
+         launch_block_topk(keys_.get(), ld_keys_, sel_len_.get(), nsel, max_len_, blocks_.get(), level_kth(batch),
+                           pick_keys());
        });
   published_ = true;
   own_topk(batch, source);
@@ -720,12 +727,12 @@ void GpuEngine::publish_chunked(const Batch& batch, const Layer& source) {
   auto amax = [&](const Chunk& c) { portable_amax(source, c); };
   auto block_topk = [&](const Chunk& c) {
     launch_block_topk(keys_.get(), ld_keys_, sel_len_.get() + c.first, c.count, max_len_,
-                      blocks_.get() + int64_t(c.first) * kTopkBlocks, level_kth(batch, c.first));
+                      blocks_.get() + int64_t(c.first) * kTopkBlocks, level_kth(batch, c.first), pick_keys());
   };
   auto own = [&](const Chunk& c) {
     launch_own_topk(dense_.get(), ld_dense_, sel_len_.get() + c.first, c.count, k, level_kth_.get() + c.first,
                     blocks_.get() + int64_t(c.first) * kTopkBlocks, valid_len_.get() + c.first,
-                    slot.picks.get() + int64_t(c.first) * k, topk_list_.get() + c.first);
+                    slot.picks.get() + int64_t(c.first) * k, topk_list_.get() + c.first, pick_keys());
   };
   auto run = [&](const Chunk& c) {
     launch_dense(source, c, true, true, true);

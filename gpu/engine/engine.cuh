@@ -127,6 +127,10 @@ class GpuEngine : public Implementation {
   uint32_t* level_kth(const Batch& batch, int first = 0) {
     return batch.topk >= kTopkBlocks ? level_kth_.get() + first : nullptr;
   }
+  // Where level one writes the published keys of one launch's rows for the own top-k's narrowing
+  // (launch_own_topk), or null where it does not narrow (set_up: topk 2048, rows past level one's
+  // registers, DSA_OWN_NARROW=0).
+  uint32_t* pick_keys() { return narrow_own_ ? pick_keys_.get() : nullptr; }
   template <class Amax, class BlockTopk, class Own, class Run>
   void time_chunked(const Layer& source, int n, int k, const Amax& amax, const BlockTopk& block_topk,
                     const Own& own, const Run& run);
@@ -235,6 +239,8 @@ class GpuEngine : public Implementation {
   DeviceBuffer<uint16_t> sparse_;
   DeviceBuffer<int32_t> topk_list_;  // launch_own_topk's row list
   DeviceBuffer<uint32_t> level_kth_;  // level one's 2048-th block key of each selected row
+  DeviceBuffer<uint32_t> pick_keys_;  // [rows of one level-one launch][2048] (pick_keys())
+  bool narrow_own_ = false;
   bool published_ = false, own_via_blocks_ = false;
   std::string dense_notes_;
 };

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "gpu/common/check.cuh"
 #include "gpu/common/mbarrier.cuh"
@@ -167,19 +168,19 @@ __device__ __forceinline__ uint32_t kth_key(const uint32_t (&key)[kPer], uint32_
 __device__ __forceinline__ uint32_t rotate_bits(uint32_t m, int r) { return __funnelshift_l(m, m, r); }
 __device__ __forceinline__ uint64_t rotate_bits(uint64_t m, int r) { return r == 0 ? m : (m << r) | (m >> (64 - r)); }
 
-// The top-k of one row whose keys (ordered integers, 0 past n) sit in the block's registers,
-// thread t holding columns first = kPer t ... kPer t + kPer - 1, key[j] column first + (j + rot) %
-// kPer (rot: how the loads were rotated to spare shared-memory banks; 0 in order); n > k. Ids go
-// to dst in column order.
-template <int kBits, int kPer, class Map, class Kth>
-__device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row, int n, int k, int first,
-                                           const Map& map, const Kth& kth, int32_t* dst, SelectSmem& sm,
-                                           int rot = 0) {
+// Where the k largest keys of a row held in the block's registers end (n > k): T, the largest
+// key with #(keys >= T) >= k, unless the search stopped on a bin that holds exactly the keys still
+// needed (exact: every key >= the bin's smallest value is taken and none is a tie, T = that value
+// - 1); all_ties: every key equal to T is taken (then one comparison a key places the picks).
+struct Cut {
+  uint32_t T;
+  bool exact, all_ties;
+};
+
+template <int kBits, int kPer>
+__device__ __forceinline__ Cut find_cut(const uint32_t (&key)[kPer], int k, SelectSmem& sm) {
   static_assert(kBits > kDigitBits && kBits <= 3 * kDigitBits && kPer <= 64, "two or three passes, 64 keys a thread");
   using Scan = cub::BlockScan<int, kSelectThreads>;
-  using Mask = std::conditional_t<(kPer > 32), uint64_t, uint32_t>;
-  // T: the largest key with #(keys >= T) >= k. When a pass's bin holds exactly the keys still
-  // needed, every key >= the bin's smallest value is taken and none is a tie: T = that value - 1.
   constexpr int kTop2 = kBits - kDigitBits, kTop3 = kTop2 > kDigitBits ? kTop2 - kDigitBits : 0;
   SelectState s = select_digit<kBits, kBits, kTop2, kPer, Scan>(key, SelectState{0u, k, 0}, sm.hist, sm.scan, sm.state);
   bool exact = s.bin_count == s.remaining && s.prefix != 0;
@@ -191,10 +192,25 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
     }
   }
   const uint32_t T = exact ? s.prefix - 1 : s.prefix;
-  // Every key equal to T taken: the last pass's bin is T itself and its count the number of such
-  // keys (not for T = 0, whose count holds the padding). 32-bit keys only: bf16 rows split ties
-  // at nearly every cut (run 124).
+  // The last pass's bin is T itself and its count the number of such keys (not for T = 0, whose
+  // count holds the padding). 32-bit keys only: bf16 rows split ties at nearly every cut (run 124).
   const bool all_ties = kBits == 32 && (exact || (s.bin_count == s.remaining && T != 0));
+  return {T, exact, all_ties};
+}
+
+// The top-k of one row whose keys (ordered integers, 0 past n) sit in the block's registers,
+// thread t holding columns first = kPer t ... kPer t + kPer - 1, key[j] column first + (j + rot) %
+// kPer (rot: how the loads were rotated to spare shared-memory banks; 0 in order); n > k. Ids go
+// to dst in column order.
+template <int kBits, int kPer, class Map, class Kth>
+__device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row, int n, int k, int first,
+                                           const Map& map, const Kth& kth, int32_t* dst, SelectSmem& sm,
+                                           int rot = 0) {
+  using Scan = cub::BlockScan<int, kSelectThreads>;
+  using Mask = std::conditional_t<(kPer > 32), uint64_t, uint32_t>;
+  const Cut cut = find_cut<kBits>(key, k, sm);
+  const uint32_t T = cut.T;
+  const bool exact = cut.exact, all_ties = cut.all_ties;
   if constexpr (Kth::kUsed) {
     // kth_key costs a pass over the keys and a barrier on exact rows: only when the report wants it.
     const uint32_t kth_value = kth.wanted() ? kth_key(key, T, exact, sm) : T;
@@ -266,6 +282,14 @@ __global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1)
 // first + (j + rot) % kPer, select_row's rotation); static kBufferBytes.
 constexpr unsigned kBulkChunk = 16384;  // bytes per bulk copy
 
+// A report that also wants the keys of the picks (level one's, for the own top-k's narrowing):
+// bool wants_pick_keys() const; void store_pick_keys(const Src&, int row, const int32_t* picks)
+// const, called by every thread of the block once the row's picks are written.
+template <class K, class = void>
+struct HasPickKeys : std::false_type {};
+template <class K>
+struct HasPickKeys<K, std::void_t<decltype(std::declval<const K&>().wants_pick_keys())>> : std::true_type {};
+
 template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth>
 __global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
     select_topk_stream_kernel(Src src, Map map, Kth kth, int nrows, int k, int32_t pad, int32_t* out) {
@@ -309,6 +333,12 @@ __global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
     if (threadIdx.x == 0) fetch(row + gridDim.x);
     map.stage(row, sm.table);
     select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm, rot);
+    if constexpr (HasPickKeys<Kth>::value) {
+      if (kth.wants_pick_keys()) {
+        __syncthreads();  // every pick of the row is in dst
+        kth.store_pick_keys(src, row, dst);
+      }
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 #include "gpu/common/check.cuh"
+#include "gpu/topk/own_narrow.cuh"
 #include "gpu/topk/radix_topk.cuh"
 #include "gpu/topk/select_topk.cuh"
 #include "gpu/topk/topk.cuh"
@@ -25,8 +26,14 @@ void launch_topk_dense(const float* dense, int64_t ld, const int32_t* len, int n
 
 void launch_own_topk(const float* dense, int64_t ld, const int32_t* len, int nrows, int k,
                      const uint32_t* level_kth, const int32_t* blocks, const int32_t* valid_len, int32_t* out,
-                     int32_t* list) {
+                     int32_t* list, const uint32_t* pick_keys) {
   if (nrows == 0) return;
+  if (pick_keys != nullptr && k < kTopkBlocks) {
+    own_narrow_kernel<<<nrows, kSelectThreads>>>(
+        OwnNarrowArgs{MaskRows{dense, ld, nullptr, blocks, valid_len}, len, pick_keys, k, out, list, nrows});
+    DSA_LAUNCH_CHECK("own_narrow_kernel");
+    return;
+  }
   static_assert(kCandidateWidth == 32 * kSelectThreads, "one row of candidates fills the block's registers");
   select_topk_kernel<32, 32><<<nrows, kSelectThreads>>>(MaskRows{dense, ld, nullptr, blocks, valid_len},
                                                         PageTransform{blocks}, k, -1, out,
@@ -52,17 +59,19 @@ int own_topk_full_rows(const std::vector<int32_t>& list) {
   return n;
 }
 
+bool block_topk_in_registers(int max_len) {
+  return (int64_t(max_len) + 7) / 8 <= int64_t(BlockKeyRows::kPer) * kSelectThreads;
+}
+
 void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nrows, int max_len,
-                       int32_t* blocks, uint32_t* kth) {
+                       int32_t* blocks, uint32_t* kth, uint32_t* pick_keys) {
   if (nrows == 0) return;
-  if ((int64_t(max_len) + 7) / 8 <= int64_t(BlockKeyRows::kPer) * kSelectThreads) {
+  if (block_topk_in_registers(max_len)) {
     const BlockKeyRows src{keys, ld, len};
     constexpr int kPer = BlockKeyRows::kPer;
     const char* name = "select_topk_stream_kernel<blocks>";
-    if (kth)
-      launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks, StoreKth{kth});
-    else
-      launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks);
+    launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks,
+                                      LevelOneReport{kth, pick_keys});
   } else {
     if (kth) {
       unknown_kth_kernel<<<(nrows + 255) / 256, 256>>>(kth, nrows);

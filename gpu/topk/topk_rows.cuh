@@ -29,14 +29,32 @@ struct DenseRowsListed {
   __device__ uint32_t key(int i, int c) const { return order_f32(data[int64_t(rows[i]) * ld + c]); }
 };
 
-// Level one's report: the k-th largest block key of each row it selected (the smallest key of
-// the published blocks), for the own top-k's check.
-struct StoreKth {
+// Level one's reports, each optional (null: not wanted): the k-th largest block key of each row
+// it selected (the smallest key of the published blocks), for the own top-k's check at k = 2048,
+// and the published blocks' keys in table order (ordered integers, [rows][2048], rows counted
+// from the launch's first), for the own top-k's narrowing (own_narrow.cuh). A row of at most 2048
+// blocks (all published) gets neither.
+struct LevelOneReport {
   static constexpr bool kUsed = true;
-  uint32_t* out;
-  __device__ bool wanted() const { return true; }
-  __device__ void picked(int row, uint32_t kth) const { out[row] = kth; }
-  __device__ void took_all(int row) const { out[row] = 0u; }  // every block published: never read
+  uint32_t* kth;
+  uint32_t* pick_keys;
+  __device__ bool wanted() const { return kth != nullptr; }
+  __device__ void picked(int row, uint32_t v) const {
+    if (kth != nullptr) kth[row] = v;
+  }
+  __device__ void took_all(int row) const {
+    if (kth != nullptr) kth[row] = 0u;  // every block published: never read
+  }
+  __device__ bool wants_pick_keys() const { return pick_keys != nullptr; }
+  // Thread t: picks 4t..4t + 3 (written by the block before the barrier that precedes this), their
+  // keys read back from the row in global memory, where the row copy left them in L2.
+  template <class Src>
+  __device__ void store_pick_keys(const Src& src, int row, const int32_t* picks) const {
+    static_assert(kTopkBlocks == 4 * kSelectThreads, "four picks a thread");
+    const int4 id = reinterpret_cast<const int4*>(picks)[threadIdx.x];
+    const uint4 v = make_uint4(src.key(row, id.x), src.key(row, id.y), src.key(row, id.z), src.key(row, id.w));
+    reinterpret_cast<uint4*>(pick_keys + int64_t(row) * kTopkBlocks)[threadIdx.x] = v;
+  }
 };
 
 // The own top-k's check, on the k-th largest candidate key (k = 2048 only: for k <= 2047 the

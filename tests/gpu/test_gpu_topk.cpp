@@ -181,4 +181,77 @@ TEST_CASE("own top-k through level one equals the whole row's top-k, ties and th
       CHECK(list[0] == 0);
   }
 }
+
+// The own top-k narrowed by level one's published keys (launch_block_topk's pick keys,
+// launch_own_topk with them, k = 512): against ref::source_topk over the whole true row, while
+// every score outside the narrowed blocks (published blocks whose key lies below the (k+1)-th
+// largest published key) is replaced by 1e30 on the device, so a row that read one would pick
+// it. Rows: distinct scores (narrowed), all equal (2048 tied blocks: the fallback over all
+// candidates), few values, 600 blocks tied at the (k+1)-th key under 100 higher ones (narrowed to
+// 701 blocks with the newest, the tie split by position), at most 2048 blocks, and at most k positions.
+TEST_CASE("own top-k narrowed by level one's keys equals the whole row's top-k and reads only its blocks") {
+  test::OwnRows rows = test::own_rows({20000, 20000, 300, 16385, 30000, 2049, 40000}, 9);
+  const std::vector<int>& lens = rows.lens;
+  const int nrows = int(lens.size()), max_len = rows.max_len, k = 512, tied_row = 6;
+  const int64_t ld = rows.ld, ld_keys = rows.ld_keys;
+  {  // the tied row: scores in [0, 1); blocks 7 j (j < 100) peak at 10 + j, blocks 7 j + 3 (j < 600) at 5
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> unit(0.f, 1.f);
+    float* row = rows.dense.data() + tied_row * ld;
+    for (int i = 0; i < lens[size_t(tied_row)]; ++i) row[i] = unit(rng);
+    for (int j = 0; j < 100; ++j) row[8 * (7 * j) + j % 8] = 10.f + float(j);
+    for (int j = 0; j < 600; ++j) row[8 * (7 * j + 3) + (j * 5) % 8] = 5.f;
+  }
+  const std::vector<float>& dense = rows.dense;
+  gpu::DeviceBuffer<float> d_dense, d_keys(size_t(nrows * ld_keys));
+  gpu::DeviceBuffer<int32_t> d_len, d_valid, d_blocks(size_t(nrows) * kTopkBlocks), d_list(static_cast<size_t>(nrows));
+  gpu::DeviceBuffer<uint32_t> d_pick(size_t(nrows) * kTopkBlocks);
+  d_dense.upload(dense);
+  d_len.upload(lens);
+  d_valid.upload(rows.valid);
+  REQUIRE(gpu::block_topk_in_registers(max_len));
+  gpu::launch_block_amax(d_dense.get(), ld, d_len.get(), nullptr, nrows, 0, max_len, d_keys.get(), ld_keys);
+  gpu::launch_block_topk(d_keys.get(), ld_keys, d_len.get(), nrows, max_len, d_blocks.get(), nullptr, d_pick.get());
+  const std::vector<int32_t> blocks = d_blocks.to_host(size_t(nrows) * kTopkBlocks);
+  const std::vector<uint32_t> pick = d_pick.to_host(size_t(nrows) * kTopkBlocks);
+  const std::vector<float> keys = d_keys.to_host(size_t(nrows * ld_keys));
+  std::vector<float> poisoned = dense;
+  std::vector<int> narrowed(size_t(nrows), 0);  // blocks the narrowing keeps (0: none, it takes all)
+  for (int r = 0; r < nrows; ++r) {
+    if (ref::block_count(lens[size_t(r)]) <= kTopkBlocks) continue;
+    std::vector<uint32_t> sorted;
+    for (int c = 0; c < kTopkBlocks; ++c) {
+      const int32_t b = blocks[size_t(r * kTopkBlocks + c)];
+      INFO("row " << r << ", published column " << c << ", block " << b);
+      REQUIRE(pick[size_t(r * kTopkBlocks + c)] == ordered(keys[size_t(r * ld_keys + b)]));  // the pick keys
+      sorted.push_back(pick[size_t(r * kTopkBlocks + c)]);
+    }
+    std::sort(sorted.rbegin(), sorted.rend());
+    const uint32_t least = sorted[size_t(k)];  // the (k+1)-th largest
+    int kept = 0;
+    for (uint32_t v : sorted) kept += v >= least;
+    if (kept > 1024) continue;
+    narrowed[size_t(r)] = kept;
+    for (int c = 0; c < kTopkBlocks; ++c)
+      if (pick[size_t(r * kTopkBlocks + c)] < least)
+        std::fill_n(poisoned.begin() + r * ld + 8 * blocks[size_t(r * kTopkBlocks + c)], 8, 1e30f);
+  }
+  CHECK(narrowed[1] == k + 1);
+  CHECK(narrowed[0] == 0);  // all equal: 2048 blocks tie
+  CHECK(narrowed[size_t(tied_row)] == 701);  // the newest, 100 above, 600 tied
+  d_dense.upload(poisoned);
+  gpu::DeviceBuffer<int32_t> d_out(size_t(nrows) * k);
+  gpu::launch_own_topk(d_dense.get(), ld, d_len.get(), nrows, k, nullptr, d_blocks.get(), d_valid.get(), d_out.get(),
+                       d_list.get(), d_pick.get());
+  const std::vector<int32_t> got = d_out.to_host(size_t(nrows) * k);
+  for (int r = 0; r < nrows; ++r) {
+    INFO("row " << r << ", L " << lens[size_t(r)] << ", narrowed to " << narrowed[size_t(r)] << " blocks");
+    const std::vector<int32_t> want = ref::source_topk(dense.data() + r * ld, lens[size_t(r)], k);
+    std::vector<int32_t> want_row(size_t(k), kPositionPad);
+    std::copy(want.begin(), want.end(), want_row.begin());
+    const std::vector<int32_t> got_row(got.begin() + r * k, got.begin() + (r + 1) * k);
+    REQUIRE(test::first_mismatch(want_row, got_row, k) == "");
+  }
+  CHECK(gpu::own_topk_full_rows(d_list.to_host(size_t(nrows))) == 0);
+}
 #endif
