@@ -284,8 +284,8 @@ __global__ void __launch_bounds__(kThreads, 5)
   const uint64_t take = greater | tie;
   const int first = 64 * threadIdx.x;
   int slot = (before >> 16) + min(ties_before, ties_wanted);
-  slot = write_picks(uint32_t(take), first, map, row, sm.table, dst, slot, NoKth{});
-  write_picks(uint32_t(take >> 32), first + 32, map, row, sm.table, dst, slot, NoKth{});
+  slot = write_picks(uint32_t(take), first, map, row, sm.table, dst, slot);
+  write_picks(uint32_t(take >> 32), first + 32, map, row, sm.table, dst, slot);
 }
 
 }  // namespace

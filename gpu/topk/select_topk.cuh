@@ -114,22 +114,11 @@ __device__ __forceinline__ uint64_t lowest_bits(uint64_t m, int t) {
   return t <= nlo ? lowest_bits(lo, t) : (uint64_t(lowest_bits(hi, t - nlo)) << 32) | lo;
 }
 
-// A report that also takes the key of each pick (level one's, for the own top-k's narrowing):
-// void pick_key(int row, int slot, int column) const, called as the pick is written.
-template <class K, class = void>
-struct HasPickKeys : std::false_type {};
-template <class K>
-struct HasPickKeys<K, std::void_t<decltype(std::declval<const K&>().pick_key(0, 0, 0))>> : std::true_type {};
-
 // Writes the map ids of the set bits of m (column base + bit) at dst[slot], dst[slot + 1]...
-template <class Map, class Kth>
+template <class Map>
 __device__ __forceinline__ int write_picks(uint32_t m, int base, const Map& map, int row, const int32_t* table,
-                                           int32_t* dst, int slot, const Kth& kth) {
-  for (; m != 0; m &= m - 1) {
-    const int c = base + __ffs(m) - 1;
-    if constexpr (HasPickKeys<Kth>::value) kth.pick_key(row, slot, c);
-    dst[slot++] = map.id(row, c, table);
-  }
+                                           int32_t* dst, int slot) {
+  for (; m != 0; m &= m - 1) dst[slot++] = map.id(row, base + __ffs(m) - 1, table);
   return slot;
 }
 
@@ -257,8 +246,8 @@ __device__ __forceinline__ void select_row(const uint32_t (&key)[kPer], int row,
     cp_async_wait<0>();
     __syncthreads();
   }
-  slot = write_picks(uint32_t(take), first, map, row, sm.table, dst, slot, kth);
-  if constexpr (kPer > 32) write_picks(uint32_t(uint64_t(take) >> 32), first + 32, map, row, sm.table, dst, slot, kth);
+  slot = write_picks(uint32_t(take), first, map, row, sm.table, dst, slot);
+  if constexpr (kPer > 32) write_picks(uint32_t(uint64_t(take) >> 32), first + 32, map, row, sm.table, dst, slot);
 }
 
 // Src: int len(int row) const; void load(int row, int first, int n, uint32_t (&key)[kPer]) const
@@ -292,6 +281,14 @@ __global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1)
 // (keys of columns first.. from the copied row, 0 from n on; returns rot: key[j] holds column
 // first + (j + rot) % kPer, select_row's rotation); static kBufferBytes.
 constexpr unsigned kBulkChunk = 16384;  // bytes per bulk copy
+
+// A report that also wants the keys of the picks (level one's, for the own top-k's narrowing):
+// bool wants_pick_keys() const; void store_pick_keys(const Src&, int row, const int32_t* picks)
+// const, called by every thread of the block once the row's picks are written.
+template <class K, class = void>
+struct HasPickKeys : std::false_type {};
+template <class K>
+struct HasPickKeys<K, std::void_t<decltype(std::declval<const K&>().wants_pick_keys())>> : std::true_type {};
 
 template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth>
 __global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
@@ -336,6 +333,12 @@ __global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
     if (threadIdx.x == 0) fetch(row + gridDim.x);
     map.stage(row, sm.table);
     select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm, rot);
+    if constexpr (HasPickKeys<Kth>::value) {
+      if (kth.wants_pick_keys()) {
+        __syncthreads();  // every pick of the row is in dst
+        kth.store_pick_keys(src, row, dst);
+      }
+    }
   }
 }
 

@@ -71,7 +71,7 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
     constexpr int kPer = BlockKeyRows::kPer;
     const char* name = "select_topk_stream_kernel<blocks>";
     launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks,
-                                      LevelOneReport{kth, pick_keys, keys, ld});
+                                      LevelOneReport{kth, pick_keys});
   } else {
     if (kth) {
       unknown_kth_kernel<<<(nrows + 255) / 256, 256>>>(kth, nrows);

@@ -38,8 +38,6 @@ struct LevelOneReport {
   static constexpr bool kUsed = true;
   uint32_t* kth;
   uint32_t* pick_keys;
-  const float* keys;  // the rows' block keys (the selection's input, in L2 from the row's copy)
-  int64_t ld;
   __device__ bool wanted() const { return kth != nullptr; }
   __device__ void picked(int row, uint32_t v) const {
     if (kth != nullptr) kth[row] = v;
@@ -47,11 +45,15 @@ struct LevelOneReport {
   __device__ void took_all(int row) const {
     if (kth != nullptr) kth[row] = 0u;  // every block published: never read
   }
-  // As pick `slot` (block `column`) is written: its key, read again from the row in global memory
-  // (the thread's copy in registers sits at a rotated index it would have to spill to reach).
-  __device__ void pick_key(int row, int slot, int column) const {
-    if (pick_keys != nullptr)
-      pick_keys[int64_t(row) * kTopkBlocks + slot] = order_f32(keys[int64_t(row) * ld + column]);
+  __device__ bool wants_pick_keys() const { return pick_keys != nullptr; }
+  // Thread t: picks 4t..4t + 3 (written by the block before the barrier that precedes this), their
+  // keys read back from the row in global memory, where the row copy left them in L2.
+  template <class Src>
+  __device__ void store_pick_keys(const Src& src, int row, const int32_t* picks) const {
+    static_assert(kTopkBlocks == 4 * kSelectThreads, "four picks a thread");
+    const int4 id = reinterpret_cast<const int4*>(picks)[threadIdx.x];
+    const uint4 v = make_uint4(src.key(row, id.x), src.key(row, id.y), src.key(row, id.z), src.key(row, id.w));
+    reinterpret_cast<uint4*>(pick_keys + int64_t(row) * kTopkBlocks)[threadIdx.x] = v;
   }
 };
 
