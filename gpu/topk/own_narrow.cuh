@@ -80,8 +80,10 @@ __device__ __forceinline__ void narrow_load(const OwnNarrowArgs& a, int row, int
   }
 }
 
-// One row a block, two blocks an SM (as select_topk_kernel<32, 32>, whose work the fallback is).
-__global__ void __launch_bounds__(kSelectThreads, 2) own_narrow_kernel(OwnNarrowArgs a) {
+// One row a block, three blocks an SM (40 registers): 0.58 against 0.62-0.63 ms at two (run 162,
+// chunk-256k, H100). The fallback, rare (ties at the cut) and select_topk_kernel<32, 32>'s work,
+// spills at that count.
+__global__ void __launch_bounds__(kSelectThreads, 3) own_narrow_kernel(OwnNarrowArgs a) {
   __shared__ SelectSmem sm;
   const int row = blockIdx.x, n = a.src.len(row);
   int32_t* dst = a.out + int64_t(row) * a.k;
