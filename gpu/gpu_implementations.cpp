@@ -33,7 +33,8 @@ std::string unavailable_reason() { return "this build has no CUDA (configured wi
 int device_count() { return 0; }
 CeilingRun measure_ceilings(int) {
   CeilingRun out;
-  for (const char* name : {kCeilingHbmCopy, kCeilingL2Read, kCeilingInt8Wgmma, kCeilingFp8Wgmma})
+  for (const char* name :
+       {kCeilingHbmCopy, kCeilingL2Read, kCeilingInt8Wgmma, kCeilingFp8Wgmma, kCeilingInt8WgmmaSustained})
     out.not_supported.push_back(std::string(name) + ": this build has no CUDA (configured without nvcc)");
   return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The device's ceilings, measured in the same run as the kernels they judge
 // (docs/performance.md): HBM copy bandwidth, L2 read bandwidth, and the rates of an int8 wgmma
-// loop (`.s32.s8.s8`, the exact route's tensor floor) and of an fp8 e4m3 wgmma loop. Plain C++:
+// loop (`.s32.s8.s8`, the exact route's tensor floor) and of an fp8 e4m3 wgmma loop, each a
+// short burst at full clock, and the int8 loop's rate sustained on random operands. Plain C++:
 // harness/bench includes it without nvcc; without CUDA every ceiling is "not supported".
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@ inline const char* const kCeilingHbmCopy = "ceilings/hbm_copy";
 inline const char* const kCeilingL2Read = "ceilings/l2_read";
 inline const char* const kCeilingInt8Wgmma = "ceilings/int8_wgmma";
 inline const char* const kCeilingFp8Wgmma = "ceilings/fp8_wgmma";
+// The int8 loop on random operands, launched back to back for about 0.1 s a sample: the rate the
+// board's power limit lets a long kernel hold (information only: floors use the burst rate).
+inline const char* const kCeilingInt8WgmmaSustained = "ceilings/int8_wgmma_sustained";
 
 struct CeilingRun {
   std::vector<KernelTiming> timings;        // the ceilings measured

@@ -1,6 +1,7 @@
 // The device ceilings on a real GPU: every ceiling timed with >= 20 samples, rates in the range an
 // H100/H200-class part can reach (a copy kernel that copies nothing, or a wgmma loop that
-// serialises, lands outside it), wgmma measured exactly where sm_90a runs.
+// serialises, lands outside it), wgmma measured exactly where sm_90a runs, the sustained int8
+// rate no higher than the burst's.
 #include "gpu/ceilings/ceilings.hpp"
 
 #include <cstdio>
@@ -55,10 +56,19 @@ TEST_CASE("gpu ceilings: HBM copy, L2 read and the wgmma loops measured with pla
     CHECK(int8_rate < 2100e12);
     CHECK(fp8_rate > 400e12);
     CHECK(fp8_rate < 2100e12);
+    // Sustained on random operands: at most the burst's rate (a little noise allowed), and not a
+    // serialised loop either.
+    const KernelTiming* held = find(run, gpu::kCeilingInt8WgmmaSustained);
+    REQUIRE(held);
+    const double held_rate = per_second(*held, held->flops);
+    std::printf("int8 wgmma sustained %.0f TOPS (%.0f %% of the burst)\n", held_rate / 1e12, 100 * held_rate / int8_rate);
+    CHECK(held_rate > 400e12);
+    CHECK(held_rate < 1.05 * int8_rate);
     CHECK(run.not_supported.empty());
   } else {
     CHECK_FALSE(int8);
     CHECK_FALSE(fp8);
-    CHECK(run.not_supported.size() == 2);
+    CHECK_FALSE(find(run, gpu::kCeilingInt8WgmmaSustained));
+    CHECK(run.not_supported.size() == 3);
   }
 }
