@@ -20,7 +20,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench/micro/micro_common.cuh"
 #include "gpu/common/mbarrier.cuh"
+#include "gpu/common/wgmma_operands.cuh"
 
 using dsa::gpu::bulk_copy;
 using dsa::gpu::mbar_expect;
@@ -32,13 +34,6 @@ constexpr int kSteps = 128;  // a block's steps: the dense kernel's 8192 positio
 constexpr int kSrcWords = 1 << 20;  // 16 MB of key fragments (uint4), L2-resident
 constexpr int kOutWords = 1 << 23;  // 64 MB of float2 scores, wrapped
 
-__device__ __forceinline__ uint32_t hash(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  return x ^ (x >> 16);
-}
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HAVE_WGMMA 1
@@ -60,18 +55,8 @@ __device__ __forceinline__ void mma(int (&d)[64], const uint4& a, uint64_t db, i
 #ifdef HAVE_WGMMA
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p;\n}\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-        "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-        "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-        "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-        "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " DSA_WGMMA_D64_LIST ", {%64, %65, %66, %67}, %68, p;\n}\n"
+      : DSA_WGMMA_D64(d)
       : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(db), "r"(scale_d));
 #endif
 }
@@ -159,18 +144,8 @@ __device__ __forceinline__ void mma_ss(int (&d)[64], uint64_t da, uint64_t db, i
 #ifdef HAVE_WGMMA
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-      "%57, %58, %59, %60, %61, %62, %63}, %64, %65, p;\n}\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-        "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-        "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-        "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-        "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " DSA_WGMMA_D64_LIST ", %64, %65, p;\n}\n"
+      : DSA_WGMMA_D64(d)
       : "l"(da), "l"(db), "r"(scale_d));
 #endif
 }
@@ -299,6 +274,28 @@ __device__ __forceinline__ void run_one_set(const Ctx& c) {
   if (x == 0x12345678) c.keys[0] = 1.0f;
 }
 
+// Step s of set x (k-steps 0-2 complete, in mode 3) while set y takes step s + 1: x's last k-step
+// and y's first ones in flight, x's epilogue under them, then y's multiply (run_two_sets).
+template <int kMode, int kSrc, bool kMma, bool kEpi>
+__device__ __forceinline__ void half_of_pair(int (&dx)[64], Keys& kx, int (&dy)[64], const Keys& ky, const Ctx& c,
+                                             int s) {
+  if constexpr (kMode == 3) {
+    multiply(dx, c.mul);
+    ksteps<kSrc, kMma, kEpi>(dx, kx, c, s, 3, 3);
+    pin(dy);
+    ksteps<kSrc, kMma, kEpi>(dy, ky, c, s + 1, 0, 2);
+    if constexpr (kMma) wait<1>();
+  } else {
+    pin(dy);
+    ksteps<kSrc, kMma, kEpi>(dy, ky, c, s + 1, 0, 3);
+  }
+  keep(kx);
+  const float2 scale = kx.scale;
+  load<kSrc>(kx, c, s + 2);
+  finish<kEpi>(dx, c, scale, s);
+  if constexpr (kMma) wait<0>();
+}
+
 // Two sets: set A holds the even steps, B the odd ones; each epilogue runs while the other set's
 // k-steps are in flight. Mode 3 per pair of steps:
 //   mul A, k3 A | k0-2 B | wait 1, epi A | wait 0, mul B, k3 B | k0-2 A' | wait 1, epi B | wait 0
@@ -314,36 +311,8 @@ __device__ __forceinline__ void run_two_sets(const Ctx& c) {
   ksteps<kSrc, kMma, kEpi>(da, ka, c, 0, 0, kMode == 3 ? 2 : 3);
   if constexpr (kMma) wait<0>();
   for (int s = 0; s < kSteps; s += 2) {
-    if constexpr (kMode == 3) {
-      multiply(da, c.mul);
-      ksteps<kSrc, kMma, kEpi>(da, ka, c, s, 3, 3);
-      pin(db);
-      ksteps<kSrc, kMma, kEpi>(db, kb, c, s + 1, 0, 2);
-      if constexpr (kMma) wait<1>();
-    } else {
-      pin(db);
-      ksteps<kSrc, kMma, kEpi>(db, kb, c, s + 1, 0, 3);
-    }
-    keep(ka);
-    float2 scale = ka.scale;
-    load<kSrc>(ka, c, s + 2);
-    finish<kEpi>(da, c, scale, s);
-    if constexpr (kMma) wait<0>();
-    if constexpr (kMode == 3) {
-      multiply(db, c.mul);
-      ksteps<kSrc, kMma, kEpi>(db, kb, c, s + 1, 3, 3);
-      pin(da);
-      ksteps<kSrc, kMma, kEpi>(da, ka, c, s + 2, 0, 2);
-      if constexpr (kMma) wait<1>();
-    } else {
-      pin(da);
-      ksteps<kSrc, kMma, kEpi>(da, ka, c, s + 2, 0, 3);
-    }
-    keep(kb);
-    scale = kb.scale;
-    load<kSrc>(kb, c, s + 3);
-    finish<kEpi>(db, c, scale, s + 1);
-    if constexpr (kMma) wait<0>();
+    half_of_pair<kMode, kSrc, kMma, kEpi>(da, ka, db, kb, c, s);
+    half_of_pair<kMode, kSrc, kMma, kEpi>(db, kb, da, ka, c, s + 1);
   }
   int x = 0;
 #pragma unroll
@@ -471,25 +440,6 @@ __global__ void fill_kernel(uint32_t* p, int n, uint32_t mask) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = hash(i) & mask;
 }
 
-template <class F>
-float time_ms(F launch) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  launch();  // warm-up
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    best = ms < best ? ms : best;
-  }
-  return best;
-}
-
 // Dynamic shared memory that lets exactly `per_sm` blocks share an SM (228 KB, 1 KB each reserved).
 int smem_for(int per_sm) { return per_sm == 4 ? 53 * 1024 : per_sm == 3 ? 70 * 1024 : per_sm == 2 ? 100 * 1024 : 200 * 1024; }
 
@@ -504,12 +454,12 @@ void run(const char* name, int per_sm, const Params& p) {
   cudaFuncAttributes attr{};
   cudaFuncGetAttributes(&attr, kernel);
   const int blocks = kSms * per_sm * 8;
-  const float ms = time_ms([&] { kernel<<<blocks, 128 * kWgs, smem>>>(p); });
+  const float ms = best_ms([&] { kernel<<<blocks, 128 * kWgs, smem>>>(p); }, 5);
   // 100 launches back to back (about 0.1 s: long enough for the power limit to act), the clock
   // the last one ran at from its blocks' SM clocks over their nanoseconds.
-  const float ms100 = time_ms([&] {
+  const float ms100 = best_ms([&] {
     for (int i = 0; i < 100; ++i) kernel<<<blocks, 128 * kWgs, smem>>>(p);
-  });
+  }, 5);
   std::vector<unsigned long long> clk(2 * blocks);
   cudaMemcpy(clk.data(), p.clk, clk.size() * 8, cudaMemcpyDeviceToHost);
   double cycles = 0, ns = 0;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "bench/micro/micro_common.cuh"
 #include "gpu/common/fp4_mma.cuh"  // mma_s8: the sparse kernels' mma.sync
 
 using dsa::gpu::mma_s8;
@@ -24,13 +25,6 @@ using dsa::gpu::mma_s8;
 constexpr int kIters = 2048;
 constexpr int kSms = 132;
 
-__device__ __forceinline__ uint32_t hash(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  return x ^ (x >> 16);
-}
 
 template <int kChains>
 __global__ void imma_kernel(int* sink) {
@@ -162,21 +156,6 @@ __global__ void fill_kernel(uint32_t* p, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = hash(i) | 0x01010101u;
 }
 
-template <class F>
-double time_ms(F launch) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  launch();  // warm-up
-  cudaEventRecord(a);
-  launch();
-  cudaEventRecord(b);
-  cudaEventSynchronize(b);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  return ms;
-}
-
 void report(const char* what, double ops, double ms) {
   const double tops = ops / (ms * 1e-3) / 1e12;
   printf("%-52s %8.3f ms %7.0f TOPS %6.0f ops/SM-cycle\n", what, ms, tops, ops / (ms * 1e-3) / kSms / 1.98e9);
@@ -185,7 +164,7 @@ void report(const char* what, double ops, double ms) {
 template <int kChains>
 void run_imma(int warps, int per_sm, int* sink) {
   const int blocks = kSms * per_sm;
-  const double ms = time_ms([&] { imma_kernel<kChains><<<blocks, warps * 32>>>(sink); });
+  const double ms = best_ms([&] { imma_kernel<kChains><<<blocks, warps * 32>>>(sink); }, 1);
   char name[96];
   snprintf(name, sizeof name, "mma.sync m16n8k32: %d chains, %d warps x %d blocks/SM", kChains, warps, per_sm);
   report(name, 2.0 * 16 * 8 * 32 * kChains * double(kIters) * warps * blocks, ms);
@@ -194,7 +173,7 @@ void run_imma(int warps, int per_sm, int* sink) {
 template <int kSets>
 void run_wgmma(int per_sm, int* sink) {
   const int blocks = kSms * per_sm;
-  const double ms = time_ms([&] { wgmma_rs_kernel<kSets><<<blocks, 128>>>(sink); });
+  const double ms = best_ms([&] { wgmma_rs_kernel<kSets><<<blocks, 128>>>(sink); }, 1);
   char name[96];
   snprintf(name, sizeof name, "wgmma m64n32k32 RS: %d sets, %d warpgroups/SM", kSets, per_sm);
   report(name, 2.0 * 64 * 32 * 32 * 4 * kSets * double(kIters) * blocks, ms);
@@ -205,7 +184,7 @@ void run_wgmma_ss(int per_sm, const uint4* src, int* sink) {
   const int blocks = kSms * per_sm;
   const int smem = 4096 + 4 * kSsTileBytes + 1024;
   cudaFuncSetAttribute(wgmma_ss_kernel<kCopies>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  const double ms = time_ms([&] { wgmma_ss_kernel<kCopies><<<blocks, 128, smem>>>(src, sink); });
+  const double ms = best_ms([&] { wgmma_ss_kernel<kCopies><<<blocks, 128, smem>>>(src, sink); }, 1);
   char name[96];
   snprintf(name, sizeof name, "wgmma m64n32k32 SS%s: %d warpgroups/SM", kCopies ? " + cp.async" : "", per_sm);
   report(name, 2.0 * 64 * 32 * 32 * 4 * double(kIters) * blocks, ms);
