@@ -241,7 +241,7 @@ __device__ __forceinline__ void run_one_set(const Ctx& c) {
   load<kSrc>(k, c, 0);
   int d[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) d[i] = int(hash(threadIdx.x * 64 + i)) >> 8;
+  for (int i = 0; i < 64; ++i) d[i] = int(mix32(threadIdx.x * 64 + i)) >> 8;
   for (int s = 0; s < kSteps; ++s) {
     pin(d);
     if constexpr (kMode == 3) {
@@ -306,7 +306,7 @@ __device__ __forceinline__ void run_two_sets(const Ctx& c) {
   load<kSrc>(kb, c, 1);
   int da[64], db[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) da[i] = db[i] = int(hash(threadIdx.x * 64 + i)) >> 8;
+  for (int i = 0; i < 64; ++i) da[i] = db[i] = int(mix32(threadIdx.x * 64 + i)) >> 8;
   pin(da);
   ksteps<kSrc, kMma, kEpi>(da, ka, c, 0, 0, kMode == 3 ? 2 : 3);
   if constexpr (kMma) wait<0>();
@@ -328,7 +328,7 @@ __device__ __forceinline__ void run_wide(const Ctx& c) {
   load<kGlobal>(k, c, 0);
   int d[128];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) d[i] = int(hash(c.tid * 128 + i)) >> 8;
+  for (int i = 0; i < 128; ++i) d[i] = int(mix32(c.tid * 128 + i)) >> 8;
   for (int s = 0; s < kSteps; ++s) {
 #pragma unroll
     for (int i = 0; i < 128; ++i) asm volatile("" : "+r"(d[i])::"memory");
@@ -404,8 +404,8 @@ __global__ void __launch_bounds__(128 * kWgs, (kSets == 1 ? 4 : kSets == 4 ? 3 :
   float* w = reinterpret_cast<float*>(tile + (kSrc == kBulk ? kStage << kRingLog2 : 4 * kStage));  // [8 rows][36]
   uint64_t* bars = reinterpret_cast<uint64_t*>(w + 8 * 36);
   for (int i = threadIdx.x; i < (16384 + 32768) / 4; i += 128 * kWgs)
-    reinterpret_cast<uint32_t*>(q)[i] = hash(i + blockIdx.x * 7919) & 0x3F3F3F3Fu;
-  for (int i = threadIdx.x; i < 8 * 36; i += 128 * kWgs) w[i] = float(hash(i) & 0xFFFF) * 0x1p+10f;
+    reinterpret_cast<uint32_t*>(q)[i] = mix32(i + blockIdx.x * 7919) & 0x3F3F3F3Fu;
+  for (int i = threadIdx.x; i < 8 * 36; i += 128 * kWgs) w[i] = float(mix32(i) & 0xFFFF) * 0x1p+10f;
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   uint64_t db = smem_desc(unsigned(__cvta_generic_to_shared(q)));
@@ -437,7 +437,7 @@ __global__ void __launch_bounds__(128 * kWgs, (kSets == 1 ? 4 : kSets == 4 ? 3 :
 }
 
 __global__ void fill_kernel(uint32_t* p, int n, uint32_t mask) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = hash(i) & mask;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = mix32(i) & mask;
 }
 
 // Dynamic shared memory that lets exactly `per_sm` blocks share an SM (228 KB, 1 KB each reserved).

@@ -1,17 +1,13 @@
 #pragma once
-// What the micro-benchmarks share: their operand source, a 32-bit integer hash (random-looking
-// bytes from an index, never all-zero data), and their timer.
+// What the micro-benchmarks share: their operand source (mix32, gpu/common/hash.cuh: never
+// all-zero data) and their timer.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-__host__ __device__ __forceinline__ uint32_t hash(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  return x ^ (x >> 16);
-}
+#include "gpu/common/hash.cuh"
+
+using dsa::gpu::mix32;
 
 // The best of `reps` timed calls of launch() after one warm-up call, in ms (CUDA events).
 template <class F>

@@ -29,8 +29,8 @@ constexpr int kSms = 132;
 template <int kChains>
 __global__ void imma_kernel(int* sink) {
   uint32_t a[4];
-  for (int i = 0; i < 4; ++i) a[i] = hash(threadIdx.x * 4 + i + blockIdx.x * 977);
-  const uint32_t b0 = hash(threadIdx.x + 7), b1 = hash(threadIdx.x + 11);
+  for (int i = 0; i < 4; ++i) a[i] = mix32(threadIdx.x * 4 + i + blockIdx.x * 977);
+  const uint32_t b0 = mix32(threadIdx.x + 7), b1 = mix32(threadIdx.x + 11);
   int c[kChains][4] = {};
   for (int it = 0; it < kIters; ++it) {
 #pragma unroll
@@ -66,12 +66,12 @@ template <int kSets>
 __global__ void __launch_bounds__(128) wgmma_rs_kernel(int* sink) {
 #ifdef HAVE_WGMMA
   __shared__ __align__(1024) uint8_t b[32 * 128];
-  for (int i = threadIdx.x; i < 32 * 128 / 4; i += 128) reinterpret_cast<uint32_t*>(b)[i] = hash(i + blockIdx.x);
+  for (int i = threadIdx.x; i < 32 * 128 / 4; i += 128) reinterpret_cast<uint32_t*>(b)[i] = mix32(i + blockIdx.x);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   const uint64_t db = smem_desc(unsigned(__cvta_generic_to_shared(b)));
   uint32_t a[4];
-  for (int i = 0; i < 4; ++i) a[i] = hash(threadIdx.x * 4 + i + blockIdx.x * 977);
+  for (int i = 0; i < 4; ++i) a[i] = mix32(threadIdx.x * 4 + i + blockIdx.x * 977);
   int d[kSets][16] = {};
   for (int it = 0; it < kIters; ++it) {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(128) wgmma_ss_kernel(const uint4* src, int* si
   uint8_t* b = base;            // B: 32 heads x 128 bytes
   uint8_t* tiles = base + 4096; // A: four step tiles
   for (int i = threadIdx.x; i < (4096 + 4 * kSsTileBytes) / 4; i += 128)
-    reinterpret_cast<uint32_t*>(base)[i] = hash(i + blockIdx.x * 7919);
+    reinterpret_cast<uint32_t*>(base)[i] = mix32(i + blockIdx.x * 7919);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   const uint64_t db = smem_desc(unsigned(__cvta_generic_to_shared(b)));
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(128) wgmma_ss_kernel(const uint4* src, int* si
 }
 
 __global__ void fill_kernel(uint32_t* p, int n) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = hash(i) | 0x01010101u;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = mix32(i) | 0x01010101u;
 }
 
 void report(const char* what, double ops, double ms) {

@@ -10,6 +10,7 @@
 
 #include "gpu/common/check.cuh"
 #include "gpu/common/device_buffer.cuh"
+#include "gpu/common/hash.cuh"
 #include "gpu/common/timing.cuh"
 
 namespace dsa::gpu {
@@ -60,18 +61,9 @@ __device__ uint64_t smem_descriptor(const void* smem) {
 }
 #endif
 
-// Random bytes (int8 over its whole range) for the sustained loop.
-__device__ __forceinline__ uint8_t random_byte(uint32_t i) {
-  i ^= i >> 16;
-  i *= 0x7feb352du;
-  i ^= i >> 15;
-  i *= 0x846ca68bu;
-  return uint8_t(i ^ (i >> 16));
-}
-
 // kWgmmaIters dependent m64n256k32 wgmmas per warpgroup on operands in shared memory (A 64 and
 // B 256 rows of 128 swizzled bytes, of which each instruction reads 32; nonzero). Sets *ran on
-// the image that has wgmma. kRandom: int8 operands of random bytes (the sustained ceiling), which
+// the image that has wgmma. kRandom: int8 operands of random bytes (mix32; the sustained ceiling), which
 // draw more power than the small repeating values.
 template <bool kFp8, bool kRandom = false>
 __global__ void __launch_bounds__(128) wgmma_loop_kernel(int iters, uint32_t* sink, int* ran) {
@@ -81,9 +73,9 @@ __global__ void __launch_bounds__(128) wgmma_loop_kernel(int iters, uint32_t* si
   __shared__ __align__(1024) uint8_t b[256 * 128];
   // Small values: int8 1..3 (sums wrap harmlessly), e4m3 0.5..0.625 (no overflow in the loop).
   for (int i = threadIdx.x; i < 64 * 128; i += blockDim.x)
-    a[i] = kRandom ? random_byte(i + 977u * blockIdx.x) : kFp8 ? uint8_t(0x30 + i % 3) : uint8_t(1 + i % 3);
+    a[i] = kRandom ? uint8_t(mix32(i + 977u * blockIdx.x)) : kFp8 ? uint8_t(0x30 + i % 3) : uint8_t(1 + i % 3);
   for (int i = threadIdx.x; i < 256 * 128; i += blockDim.x)
-    b[i] = kRandom ? random_byte(i + 65536u + 977u * blockIdx.x) : kFp8 ? uint8_t(0x30 + i % 5) : uint8_t(1 + i % 5);
+    b[i] = kRandom ? uint8_t(mix32(i + 65536u + 977u * blockIdx.x)) : kFp8 ? uint8_t(0x30 + i % 5) : uint8_t(1 + i % 5);
   // Generic-proxy writes must be visible to the async proxy that wgmma reads through.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
@@ -161,20 +153,23 @@ KernelTiming time_l2_read(KernelTimer& timer, const Device& dev) {
 }
 
 // Times one wgmma loop on every SM (as many resident CTAs as fit), or says why it cannot run.
-template <bool kFp8>
-bool time_wgmma(KernelTimer& timer, const Device& dev, const char* name, CeilingRun& out) {
+// launches: kernel launches back to back a sample (the sustained ceiling's); the record gives one
+// launch's time and work.
+template <bool kFp8, bool kRandom = false>
+bool time_wgmma(KernelTimer& timer, const Device& dev, const char* name, CeilingRun& out, int launches = 1) {
   if (dev.major != 9 || dev.minor != 0) {
     out.not_supported.push_back(std::string(name) + ": wgmma needs sm_90a (this GPU is sm_" +
                                 std::to_string(dev.major * 10 + dev.minor) + ")");
     return false;
   }
+  auto kernel = wgmma_loop_kernel<kFp8, kRandom>;
   int per_sm = 0;
-  DSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, wgmma_loop_kernel<kFp8>, 128, 0));
+  DSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0));
   const unsigned grid = unsigned(dev.sms) * unsigned(std::max(per_sm, 1));
   DeviceBuffer<uint32_t> sink(size_t(grid) * 128);
   DeviceBuffer<int> ran(1);
   ran.fill_bytes(0, 1);
-  wgmma_loop_kernel<kFp8><<<1, 128>>>(kWgmmaBatch, sink.get(), ran.get());
+  kernel<<<1, 128>>>(kWgmmaBatch, sink.get(), ran.get());
   DSA_LAUNCH_CHECK("wgmma_loop_kernel (probe)");
   DSA_CUDA_CHECK(cudaDeviceSynchronize());
   if (ran.to_host(1)[0] != 1) {
@@ -182,65 +177,25 @@ bool time_wgmma(KernelTimer& timer, const Device& dev, const char* name, Ceiling
     return false;
   }
   auto launch = [&] {
-    wgmma_loop_kernel<kFp8><<<grid, 128>>>(kWgmmaIters, sink.get(), ran.get());
+    for (int i = 0; i < launches; ++i) kernel<<<grid, 128>>>(kWgmmaIters, sink.get(), ran.get());
     DSA_LAUNCH_CHECK("wgmma_loop_kernel");
   };
   const double ops = double(grid) * kWgmmaIters * 2.0 * 64 * 256 * 32;
-  out.timings.push_back(timer.measure(name, "all", ops, 0, launch));
+  KernelTiming t = timer.measure(name, "all", ops * launches, 0, launch);
+  t.median_ms /= launches;
+  t.min_ms /= launches;
+  t.max_ms /= launches;
+  t.flops = ops;
+  out.timings.push_back(t);
   return true;
 }
 
-// The int8 loop on random operands held for a while: each sample times kSustainedLaunches launches
-// back to back (about 0.1 s, long enough for the board's power limit to lower the clock), and the
-// record gives one launch's time. A kernel running tens of milliseconds on real operands sees this
-// rate, not the burst of time_wgmma (bench/results/h200.md, session 27: about 1750 MHz under the
-// dense kernel, against 1980 in a burst).
+// The sustained ceiling: the int8 loop on random operands, each sample kSustainedLaunches
+// launches back to back (about 0.1 s, long enough for the board's power limit to lower the
+// clock). A kernel running tens of milliseconds sees this rate, not the burst of one launch
+// (bench/results/h200.md, session 27: about 1750 MHz under the dense kernel, against 1980 in a
+// burst; the loop itself held 99 % of its burst rate in run 164).
 constexpr int kSustainedLaunches = 64;
-
-void time_sustained(int samples, const Device& dev, CeilingRun& out) {
-  if (dev.major != 9 || dev.minor != 0) {
-    out.not_supported.push_back(std::string(kCeilingInt8WgmmaSustained) + ": wgmma needs sm_90a (this GPU is sm_" +
-                                std::to_string(dev.major * 10 + dev.minor) + ")");
-    return;
-  }
-  auto kernel = wgmma_loop_kernel<false, true>;
-  int per_sm = 0;
-  DSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0));
-  const unsigned grid = unsigned(dev.sms) * unsigned(std::max(per_sm, 1));
-  DeviceBuffer<uint32_t> sink(size_t(grid) * 128);
-  DeviceBuffer<int> ran(1);
-  auto launches = [&](int n) {
-    for (int i = 0; i < n; ++i) kernel<<<grid, 128>>>(kWgmmaIters, sink.get(), ran.get());
-    DSA_LAUNCH_CHECK("wgmma_loop_kernel (sustained)");
-  };
-  launches(kSustainedLaunches);  // warm-up: the clock settles
-  cudaEvent_t start = nullptr, stop = nullptr;
-  DSA_CUDA_CHECK(cudaEventCreate(&start));
-  DSA_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> ms;
-  for (int s = 0; s < std::max(samples, 20); ++s) {
-    DSA_CUDA_CHECK(cudaEventRecord(start));
-    launches(kSustainedLaunches);
-    DSA_CUDA_CHECK(cudaEventRecord(stop));
-    DSA_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    DSA_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(double(t) / kSustainedLaunches);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  KernelTiming k;
-  k.kernel = kCeilingInt8WgmmaSustained;
-  k.layer = "all";
-  k.calls = 1;
-  k.samples = int(ms.size());
-  k.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  k.min_ms = ms.front();
-  k.max_ms = ms.back();
-  k.flops = double(grid) * kWgmmaIters * 2.0 * 64 * 256 * 32;
-  out.timings.push_back(k);
-}
 
 }  // namespace
 
@@ -252,11 +207,7 @@ CeilingRun measure_ceilings(int samples) {
   out.timings.push_back(time_l2_read(timer, dev));
   time_wgmma<false>(timer, dev, kCeilingInt8Wgmma, out);
   time_wgmma<true>(timer, dev, kCeilingFp8Wgmma, out);
-  // Only where the burst loop ran (the binary has the sm_90a image).
-  if (!out.timings.empty() && out.timings.back().kernel == kCeilingFp8Wgmma) time_sustained(samples, dev, out);
-  else
-    out.not_supported.push_back(std::string(kCeilingInt8WgmmaSustained) + ": needs the wgmma loop (see " +
-                                kCeilingInt8Wgmma + ")");
+  time_wgmma<false, true>(timer, dev, kCeilingInt8WgmmaSustained, out, kSustainedLaunches);
   return out;
 }
 
