@@ -373,10 +373,11 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
   if (drows * size_t(ld_keys_) > size_t(UINT32_MAX)) throw std::runtime_error(name() + ": too many block keys");
   keys_.resize(drows * size_t(ld_keys_));
   // Level one's published keys, a launch's rows (a chunk, or all): only where a row has more
-  // than 2048 blocks to narrow and level one selects in registers (launch_block_topk).
+  // than 2048 blocks to narrow and level one selects in registers (launch_block_topk), and not
+  // for the one-launch selection (publish_once), which has its own top-k.
   const char* narrow = std::getenv("DSA_OWN_NARROW");
-  narrow_own_ = batch.topk < kTopkBlocks && (max_len_ + 7) / 8 > kTopkBlocks && block_topk_in_registers(max_len_) &&
-                !(narrow != nullptr && std::string(narrow) == "0");
+  narrow_own_ = !select_once_ && batch.topk < kTopkBlocks && (max_len_ + 7) / 8 > kTopkBlocks &&
+                block_topk_in_registers(max_len_) && !(narrow != nullptr && std::string(narrow) == "0");
   if (narrow_own_) pick_keys_.resize(drows * kTopkBlocks);
   if (path_ == PathKind::sparse) sparse_.resize(n1 * kCandidateWidth);
   for (const Layer& l : batch.layers) {
