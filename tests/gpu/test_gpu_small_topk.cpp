@@ -2,7 +2,8 @@
 // against the reference's bf16 top-k on rows built for the radix select's branches: ties across
 // the row, +0 against -0, a cut inside the last digit, a bin that holds exactly the keys still
 // needed, short rows, the one-pass window under the largest key hit on its floor and just missed,
-// a far outlier, huge negatives whose high byte is the padding's; more rows than an H200 holds
+// a far outlier, huge negatives whose high byte is the padding's, tiny positives over negatives
+// (the raw window's signed order); more rows than an H200 holds
 // blocks at once (five an SM), so blocks that start late reuse the shared memory of finished
 // ones. ctest -L gpu; exits 77 without a GPU.
 #if DSA_HAVE_CUDA
@@ -61,6 +62,12 @@ TEST_CASE("small top-512 over bf16 candidates equals the reference, positions th
       // padding's (0), which the digit passes must not count.
       {"negatives under +inf", 2001, [](int i, std::mt19937&, std::normal_distribution<float>&) {
          return uint16_t(i == 3 ? 0x7F80 : i % 3 ? 0xFF7F : 0xFF80);
+       }},
+      // Tiny positives (largest 0x01C7, so the window's floor is 0x00C8) among negatives whose
+      // bits, read unsigned, lie above every positive's: the window must count and pick only
+      // the positives.
+      {"tiny positives over negatives", kCandidateWidth, [](int i, std::mt19937&, std::normal_distribution<float>&) {
+         return uint16_t(i % 3 == 0 ? 0x0100 + i % 200 : 0x8000 + i % 300);
        }},
       // Mostly -inf with a tied cut: the k-th key is the least real key.
       {"k-th is -inf", 3003, [](int i, std::mt19937&, std::normal_distribution<float>&) {
