@@ -142,9 +142,8 @@ __device__ __forceinline__ int raw_row_max(RowSmem& sm, const uint16_t* scores, 
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int col = 8 * c + 2 * q;
-        const uint32_t lo = col < n ? uint32_t(scores[col]) : 0x8000u;
-        const uint32_t hi = col + 1 < n ? uint32_t(scores[col + 1]) : 0x8000u;
-        w[q] = lo | (hi << 16);
+        w[q] = (col < n ? uint32_t(scores[col]) : 0x8000u) |
+               (col + 1 < n ? uint32_t(scores[col + 1]) << 16 : 0x80000000u);
       }
       v = make_uint4(w[0], w[1], w[2], w[3]);
       sm.keys[c] = v;
