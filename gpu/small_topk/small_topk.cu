@@ -20,6 +20,7 @@
 // the keys > T and the first k - #(> T) keys == T in column order (the reference's tie rule),
 // written in column order through the page transform.
 #include <cstdint>
+#include <type_traits>
 
 #include "core/constants.hpp"
 #include "gpu/common/check.cuh"
@@ -106,6 +107,20 @@ __device__ __forceinline__ uint4 ordered_chunk(const RowSmem& sm, const uint16_t
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// The block's largest v (int or uint32_t; every thread), through one barrier; clears the
+// histogram on the way (the first pass's job in both forms).
+template <class T>
+__device__ __forceinline__ T block_max(RowSmem& sm, T v) {
+  sm.hist[threadIdx.x] = 0;
+  const T m = __reduce_max_sync(0xFFFFFFFFu, v);
+  if ((threadIdx.x & 31) == 0) sm.warp_value[threadIdx.x >> 5] = uint32_t(m);
+  __syncthreads();
+  T r = std::is_signed_v<T> ? m : T(0);  // 0 is the least unsigned key; signed rows can be all negative
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) r = max(r, T(sm.warp_value[w]));
+  return r;
+}
+
 // Orders the row in place and returns its largest key (every thread); clears the histogram.
 __device__ __forceinline__ uint32_t order_row(RowSmem& sm, const uint16_t* scores, int n) {
   uint32_t m2 = 0;
@@ -116,14 +131,7 @@ __device__ __forceinline__ uint32_t order_row(RowSmem& sm, const uint16_t* score
     sm.keys[c] = v;
     m2 = max_u16x2(m2, max_u16x2(max_u16x2(v.x, v.y), max_u16x2(v.z, v.w)));
   }
-  sm.hist[threadIdx.x] = 0;
-  const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, max(m2 & 0xFFFFu, m2 >> 16));
-  if ((threadIdx.x & 31) == 0) sm.warp_value[threadIdx.x >> 5] = m;
-  __syncthreads();
-  uint32_t r = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) r = max(r, sm.warp_value[w]);
-  return r;
+  return block_max(sm, max(m2 & 0xFFFFu, m2 >> 16));
 }
 
 // The row's largest score as its bits read as a signed 16-bit integer (every thread), without
@@ -150,14 +158,7 @@ __device__ __forceinline__ int raw_row_max(RowSmem& sm, const uint16_t* scores, 
     }
     m2 = max_s16x2(m2, max_s16x2(max_s16x2(v.x, v.y), max_s16x2(v.z, v.w)));
   }
-  sm.hist[threadIdx.x] = 0;
-  const int m = __reduce_max_sync(0xFFFFFFFFu, max(int(m2 << 16) >> 16, int(m2) >> 16));
-  if ((threadIdx.x & 31) == 0) sm.warp_value[threadIdx.x >> 5] = uint32_t(m);
-  __syncthreads();
-  int r = int(m);
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) r = max(r, int(sm.warp_value[w]));
-  return r;
+  return block_max(sm, max(int(m2 << 16) >> 16, int(m2) >> 16));
 }
 
 // hist[bin(key)] += 1 for every key with take(key); a barrier after.
@@ -234,12 +235,19 @@ __device__ __forceinline__ void find_bin(RowSmem& sm, int remaining) {
   __syncthreads();
 }
 
+// The bin of the k-th largest key among the kBins values from base up (the key is base + bin),
+// or kBins when it lies lower, by one count of the window; a barrier after.
+__device__ __forceinline__ uint32_t window_bin(RowSmem& sm, uint32_t base, int k) {
+  count_window(sm, base);
+  find_bin(sm, k);
+  return sm.found_bin;
+}
+
 // The k-th largest key of the row (n > k keys; m: the largest).
 __device__ __forceinline__ uint32_t kth_key(RowSmem& sm, uint32_t m, int k) {
   const uint32_t base = m > uint32_t(kBins) ? m - uint32_t(kBins - 1) : 1u;  // never the padding's 0
-  count_window(sm, base);
-  find_bin(sm, k);
-  if (sm.found_bin < kBins) return base + sm.found_bin;
+  const uint32_t bin = window_bin(sm, base, k);
+  if (bin < kBins) return base + bin;
   // Under the window: the high byte, then the low byte among the keys with that high byte.
   count_keys(sm, [](uint32_t key) { return key >> 8; }, [](uint32_t key) { return key != 0; });
   find_bin(sm, k);
@@ -330,10 +338,9 @@ __global__ void __launch_bounds__(kThreads, 5)
   uint32_t T = 0;
   if (top >= kBins) {
     const uint32_t base = uint32_t(top - (kBins - 1));  // >= 1: +0 and every negative fall below
-    count_window(sm, base);
-    find_bin(sm, k);
-    raw = sm.found_bin < kBins;
-    T = base + sm.found_bin;
+    const uint32_t bin = window_bin(sm, base, k);
+    raw = bin < kBins;
+    T = base + bin;
   }
   if (!raw) T = kth_key(sm, order_row(sm, src, n), k);
   uint64_t greater, tie;
