@@ -60,24 +60,14 @@ __device__ __forceinline__ int narrow_blocks(const OwnNarrowArgs& a, int row, Se
 __device__ __forceinline__ void narrow_load(const OwnNarrowArgs& a, int row, int m, const SelectSmem& sm,
                                             uint32_t (&key)[kNarrowPer]) {
   const int L = a.len[row];
-  const float* base = a.src.dense + int64_t(row) * a.src.ld;
   int pos[2];
-  float4 v[2][2];
 #pragma unroll
   for (int g = 0; g < 2; ++g) {
     const int b = 2 * int(threadIdx.x) + g;
     pos[g] = b < m ? sm.table[b] * kBlockSize : 0;
-    const float4* p = reinterpret_cast<const float4*>(base + pos[g]);
-    v[g][0] = p[0];
-    v[g][1] = p[1];
   }
-#pragma unroll
-  for (int g = 0; g < 2; ++g) {
-    const bool real = 2 * int(threadIdx.x) + g < m;
-    const float f[8] = {v[g][0].x, v[g][0].y, v[g][0].z, v[g][0].w, v[g][1].x, v[g][1].y, v[g][1].z, v[g][1].w};
-#pragma unroll
-    for (int e = 0; e < 8; ++e) key[8 * g + e] = real && pos[g] + e < L ? order_f32(f[e]) : 0u;
-  }
+  load_blocks<2>(a.src.dense + int64_t(row) * a.src.ld, [&](int g) { return pos[g]; },
+                 [&](int g, int e) { return 2 * int(threadIdx.x) + g < m && pos[g] + e < L; }, key);
 }
 
 // One row a block, three blocks an SM (40 registers): 0.58 against 0.62-0.63 ms at two (run 162,

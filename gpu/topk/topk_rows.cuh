@@ -120,6 +120,27 @@ struct BlockKeyRows {
   __device__ uint32_t key(int row, int i) const { return order_f32(data[int64_t(row) * ld + i]); }
 };
 
+// The ordered keys of G blocks of 8 scores of one dense row, block g at position pos(g), into
+// key[8 g ..]; column e of block g is kept where keep(g, e), else 0. Every load first, none under a
+// branch (a stand-in position for a block that does not exist): loads behind a per-block branch
+// were issued one block after another (run 97, ncu: long_sb 52 % of the kernel's stalls).
+template <int G, class Pos, class Keep>
+__device__ __forceinline__ void load_blocks(const float* base, Pos pos, Keep keep, uint32_t* key) {
+  float4 v[G][2];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const float4* p = reinterpret_cast<const float4*>(base + pos(g));
+    v[g][0] = p[0];
+    v[g][1] = p[1];
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const float f[8] = {v[g][0].x, v[g][0].y, v[g][0].z, v[g][0].w, v[g][1].x, v[g][1].y, v[g][1].z, v[g][1].w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) key[8 * g + e] = keep(g, e) ? order_f32(f[e]) : 0u;
+  }
+}
+
 struct MaskRows {
   const float* dense;
   int64_t ld;
@@ -131,28 +152,13 @@ struct MaskRows {
   // each (ld % 8 == 0; a partial newest block reads past L inside the row and masks it).
   __device__ void load(int row, int first, int n, uint32_t (&key)[32]) const {
     const int64_t drow = dense_row ? dense_row[row] : row;
-    // Every load first, none under a branch: the four block ids in one 16-byte load (first / 8 is
-    // a multiple of 4, inside the row's 2048 entries), then the eight score loads, position 0 of
-    // the row standing in for a block past n. Loads behind a per-block branch were issued one
-    // block after another (run 97, ncu: long_sb 52 % of the kernel's stalls).
+    // The four block ids in one 16-byte load (first / 8 is a multiple of 4, inside the row's 2048
+    // entries), then load_blocks, position 0 of the row standing in for a block past n.
     const int4 ids = *reinterpret_cast<const int4*>(blocks + int64_t(row) * kTopkBlocks + first / kBlockSize);
     const int id[4] = {ids.x, ids.y, ids.z, ids.w};
-    const float* base = dense + drow * ld;
-    float4 v[4][2];
-#pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      const int64_t pos = first + 8 * g < n ? int64_t(id[g]) * kBlockSize : 0;
-      const float4* p = reinterpret_cast<const float4*>(base + pos);
-      v[g][0] = p[0];
-      v[g][1] = p[1];
-    }
-#pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      const int c0 = first + 8 * g;
-      const float f[8] = {v[g][0].x, v[g][0].y, v[g][0].z, v[g][0].w, v[g][1].x, v[g][1].y, v[g][1].z, v[g][1].w};
-#pragma unroll
-      for (int e = 0; e < 8; ++e) key[8 * g + e] = c0 + e < n ? order_f32(f[e]) : 0u;
-    }
+    load_blocks<4>(
+        dense + drow * ld, [&](int g) { return first + 8 * g < n ? int64_t(id[g]) * kBlockSize : 0; },
+        [&](int g, int e) { return first + 8 * g + e < n; }, key);
   }
 };
 
