@@ -3,6 +3,8 @@
 #include "gpu/block_amax/block_amax.cuh"
 #include "gpu/common/check.cuh"
 #include "gpu/common/device_buffer.cuh"
+#include "gpu/common/order.cuh"
+#include "gpu/dense_logits/dense_wgmma.cuh"
 
 namespace dsa::gpu {
 namespace {
@@ -25,13 +27,25 @@ __global__ void block_amax_kernel(const float* dense, int64_t ld_dense, const in
   if (b < nblocks) keys[row * ld_keys + b] = block_key(dense + row * ld_dense, b, nblocks);
 }
 
+// Whether a block skipped by the dense kernel (below its row's bound) or one of its scores below L
+// unwritten (the poison's bits, kPoisonByteFloat).
+__device__ __forceinline__ bool unwritten(const float* dense_row, int b, int L) {
+  bool any = false;
+  for (int e = 0; e < 8 && 8 * b + e < L; ++e) any = any || __float_as_uint(dense_row[8 * b + e]) == 0xFFFFFFFFu;
+  return any;
+}
+
 __global__ void key_mismatch_kernel(const float* dense, int64_t ld_dense, const int32_t* len, int row0,
-                                    const float* keys, int64_t ld_keys, unsigned long long* count) {
+                                    const float* keys, int64_t ld_keys, const uint32_t* skip,
+                                    unsigned long long* count) {
   const int64_t row = blockIdx.y;
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  const int nblocks = (len[row0 + row] + 7) / 8;
+  const int L = len[row0 + row], nblocks = (L + 7) / 8;
   if (b >= nblocks) return;
-  if (__float_as_uint(block_key(dense + row * ld_dense, b, nblocks)) != __float_as_uint(keys[row * ld_keys + b])) {
+  const float key = keys[row * ld_keys + b];
+  if (skip != nullptr && order_f32(key) < skip[row * kSkipWords + kSkipBins]) return;  // not stored
+  if (__float_as_uint(block_key(dense + row * ld_dense, b, nblocks)) != __float_as_uint(key) ||
+      (skip != nullptr && unwritten(dense + row * ld_dense, b, L))) {
     atomicAdd(count, 1ull);
     atomicMin(count + 1, (unsigned long long)(row0 + row) << 32 | unsigned(b));
   }
@@ -55,7 +69,8 @@ void launch_block_amax(const float* dense, int64_t ld_dense, const int32_t* len,
 }
 
 KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, const int32_t* len, int nrows,
-                                         int row0, int max_len, const float* keys, int64_t ld_keys) {
+                                         int row0, int max_len, const float* keys, int64_t ld_keys,
+                                         const uint32_t* skip) {
   const int max_blocks = (max_len + 7) / 8;
   if (nrows == 0 || max_blocks == 0) return {};
   DeviceBuffer<unsigned long long> count(2);
@@ -65,7 +80,7 @@ KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, c
   for_row_pieces(nrows, [&](int first, int n) {
     key_mismatch_kernel<<<dim3((max_blocks + 255) / 256, n), 256>>>(
         dense + int64_t(first) * ld_dense, ld_dense, len, row0 + first, keys + int64_t(first) * ld_keys, ld_keys,
-        count.get());
+        skip != nullptr ? skip + int64_t(first) * kSkipWords : nullptr, count.get());
     DSA_LAUNCH_CHECK("key_mismatch_kernel");
   });
   const std::vector<unsigned long long> host = count.to_host(2);

@@ -15,11 +15,15 @@ void launch_block_amax(const float* dense, int64_t ld_dense, const int32_t* len,
 
 // The engine's check of the fused keys: how many of rows row0 .. row0 + nrows - 1's keys differ
 // (bits) from what launch_block_amax computes from their dense scores, and the first of them.
+// skip (the dense kernel's stores skipped, dense_wgmma.cuh): only the blocks whose keys reach their
+// row's final bound are checked, and each of their scores below L must be written (not the
+// poison's NaN bits, which the maximum would pass over).
 struct KeyMismatches {
   int64_t count = 0;
   int row = -1, block = -1;  // selected row, block index
 };
 KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, const int32_t* len, int nrows,
-                                         int row0, int max_len, const float* keys, int64_t ld_keys);
+                                         int row0, int max_len, const float* keys, int64_t ld_keys,
+                                         const uint32_t* skip = nullptr);
 
 }  // namespace dsa::gpu

@@ -1,6 +1,8 @@
 #include <cuda_runtime.h>
 
+#include "core/constants.hpp"
 #include "gpu/common/check.cuh"
+#include "gpu/common/order.cuh"
 #include "gpu/common/wgmma_device.cuh"
 #include "gpu/common/wgmma_operands.cuh"
 #include "gpu/common/cp_async.cuh"
@@ -174,6 +176,7 @@ __device__ __forceinline__ void scores(const int (&d)[64], const float4 (&early)
 
 // The block's rows and positions.
 struct BlockRows {
+  int tile;
   int rows[kWgmmaTileRows];
   int p0, p1;
   int64_t blk0;  // the key block record of position p0
@@ -198,11 +201,19 @@ struct Lane {
   int lim;             // step offset + key < lim: a position of the row
   int shift;
   unsigned keys;       // block amax: row t's key of the lane's record of step 0, from a.keys
+  float bound;         // stores skipped: a block's scores are stored when its key reaches this
 };
+
+// The float of a bound (an order_f32 bin edge): keys at or above it are the keys whose order
+// reaches it; the edges of the lowest bins (below every finite float) are -inf.
+__device__ __forceinline__ float unorder_bound(uint32_t o) {
+  if (o < 0x00800000u) return __int_as_float(0xFF800000);
+  return __uint_as_float(o & 0x80000000u ? o ^ 0x80000000u : ~o);
+}
 
 __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRows& b) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int row = a.tile_rows[blockIdx.y * kWgmmaTileRows + t];  // not b.rows[t]: a register array
+  const int row = a.tile_rows[b.tile * kWgmmaTileRows + t];  // not b.rows[t]: a register array
   const int first = b.p0 + 16 * warp + 2 * g;
   const int64_t out_row = row >= 0 ? row - a.row0 : 0;
   const int64_t rec = b.blk0 + 2 * warp + (g >> 2);
@@ -213,6 +224,8 @@ __device__ __forceinline__ Lane lane_walk(const DenseWgmmaArgs& a, const BlockRo
   l.lim = (row >= 0 ? a.sel_len[row] : 0) - first;
   l.shift = row >= 0 ? a.qw_shift[row] : 0;
   l.keys = unsigned(out_row * a.ld_keys + b.p0 / 8 + 2 * warp + (g >> 2));  // keys_ < 2^32 floats (engine)
+  l.bound = a.skip != nullptr && row >= 0 ? unorder_bound(__ldcg(a.skip + out_row * kSkipWords + kSkipBins))
+                                          : __int_as_float(0xFF800000);
   return l;
 }
 
@@ -248,7 +261,7 @@ __device__ __forceinline__ void fragment(const StepKeys& k, uint32_t (&f)[4]) {
 // (kWithKeys) the block keys. Neither needs a mask: a wide key (scale 0) gets a meaningless score,
 // which launch_dense_wide overwrites along with its block's key, and the only block with
 // positions past the row's end is the newest, whose key is +inf.
-template <bool kWithKeys>
+template <int kWithKeys>
 __device__ __forceinline__ void epilogue(const int (&d)[64], const float4 (&early)[kEarlyWeights], const WgmmaSmem& sm,
                                          const Lane& l, int s, const float (&scale)[2], float* keys) {
   float res[2];
@@ -259,9 +272,21 @@ __device__ __forceinline__ void epilogue(const int (&d)[64], const float4 (&earl
   for (int key = 0; key < 2; ++key) v[key] = __fmul_rn(res[key], __int_as_float(__float_as_int(scale[key]) + l.shift));
   // The pair's second position may be L itself (L odd): still inside the row (ld is a multiple
   // of 8), a column that does not exist and is never read.
+  const float inf = __int_as_float(0x7F800000);
+  if constexpr (kWithKeys == 2) {
+    // A wide position's score here is meaningless: out of the block key, which the wide pass
+    // rewrites with the block's 8 scores (so a block holding one may go unstored here).
+    float m = fmaxf(scale[0] != 0.0f ? v[0] : -inf, scale[1] != 0.0f ? v[1] : -inf);
+    m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));
+    m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
+    // The newest block (key +inf) is always stored: its lanes' positions are within 8 of L (so
+    // are a few of the block before it, stored too).
+    if (at < l.lim && (m >= l.bound || at + 8 >= l.lim)) *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
+    if ((threadIdx.x & 12) == 0 && at < l.lim) keys[l.keys + s * (kKeys / 8)] = l.lim <= at + 8 ? inf : m;
+    return;
+  }
   if (at < l.lim) *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
   if constexpr (!kWithKeys) return;
-  const float inf = __int_as_float(0x7F800000);
   float m = fmaxf(v[0], v[1]);
   m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));  // the block's 8 keys: lanes g = 4 (g / 4) + 0..3
   m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
@@ -315,7 +340,7 @@ __device__ __forceinline__ void kstep(int (&d)[64], const StepKeys& k, uint64_t 
 
 // One step: the k-steps on keys k (the multiplies kMode asks for between them), then step
 // s + 1's keys loaded into the same registers (wgmma has read them) under the epilogue.
-template <int kMode, int kOrder, bool kWithKeys>
+template <int kMode, int kOrder, int kWithKeys>
 __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uint64_t db, int s, StepKeys& k,
                                          float* keys, uint32_t (&mx)[8]) {
   const int t = threadIdx.x & 3;
@@ -352,7 +377,7 @@ __device__ __forceinline__ void one_step(const WgmmaSmem& sm, const Lane& l, uin
 // order, which matters only when heads multiply before position 1 or 2 (integer sums are exact).
 // Templates, so the wgmma sequence has no branch inside (ptxas serialises wgmma across divergent
 // paths). No barrier: each warp loads its own keys, one step ahead.
-template <int kMode, int kOrder, bool kWithKeys>
+template <int kMode, int kOrder, int kWithKeys>
 __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   const int nsteps = (b.p1 - b.p0 + kKeys - 1) / kKeys;
   const Lane l = lane_walk(a, b);
@@ -370,7 +395,7 @@ __device__ __forceinline__ void run_steps(const WgmmaSmem& sm, const DenseWgmmaA
 }
 
 // The three-multiply steps in the block's k-step order (orders kOrder and up).
-template <bool kWithKeys, int kOrder = 0>
+template <int kWithKeys, int kOrder = 0>
 __device__ __forceinline__ void run_early(int order, const WgmmaSmem& sm, const DenseWgmmaArgs& a, const BlockRows& b) {
   if constexpr (kOrder + 1 < kWgmmaOrders) {
     if (order != kOrder) return run_early<kWithKeys, kOrder + 1>(order, sm, a, b);
@@ -379,7 +404,7 @@ __device__ __forceinline__ void run_early(int order, const WgmmaSmem& sm, const 
 }
 
 // The block's steps in its plan's mode and order; kWithKeys: with the block keys (a.keys).
-template <bool kWithKeys>
+template <int kWithKeys>
 __device__ __forceinline__ void run_plan(const TilePlan& plan, const WgmmaSmem& sm, const DenseWgmmaArgs& a,
                                          const BlockRows& b) {
   if (plan.mode == 0)
@@ -390,6 +415,49 @@ __device__ __forceinline__ void run_plan(const TilePlan& plan, const WgmmaSmem& 
     run_steps<3, 0, kWithKeys>(sm, a, b);
   else
     run_early<kWithKeys>(plan.order, sm, a, b);
+}
+
+// Stores skipped (dense_wgmma.cuh): warp r counts row r's keys of this block that reach the row's
+// bound, then raises the bound to the highest bin edge with skip_need counted keys at or above it.
+__device__ __forceinline__ void raise_bound(const DenseWgmmaArgs& a, const BlockRows& b) {
+  const int lane = threadIdx.x & 31;
+  const int row = a.tile_rows[b.tile * kWgmmaTileRows + (threadIdx.x >> 5)];
+  if (row < 0) return;
+  const int nblocks = (a.sel_len[row] + 7) / 8;
+  if (nblocks <= kTopkBlocks) return;  // the own top-k reads every block of such a row
+  const int64_t out_row = row - a.row0;
+  uint32_t* sk = a.skip + out_row * kSkipWords;
+  const float* keys = a.keys + out_row * a.ld_keys;
+  const int end = min((b.p1 + 7) / 8, nblocks - 1);  // the newest block's +inf not counted
+  const uint32_t bound = __ldcg(sk + kSkipBins);
+  uint32_t top = 0;
+  for (int j = b.p0 / 8 + lane; j < end; j += 32) {
+    const uint32_t o = order_f32(keys[j]);
+    top = max(top, o);
+    if (o >= bound) atomicAdd(sk + (o >> kSkipShift), 1u);
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, off));
+  if (lane == 0) top = max(top, atomicMax(sk + kSkipBins + 1, top));
+  top = __shfl_sync(0xFFFFFFFFu, top, 0);
+  // From the top bin down, 32 bins a round (lane 0 the highest): counts read from L2, where the
+  // atomics are; a count missing another block's latest keys only leaves the bound lower.
+  uint32_t above = 0;
+  for (int hi = int(top >> kSkipShift), round = 0; hi >= 0 && round < 4; hi -= 32, ++round) {
+    uint32_t c = hi - lane >= 0 ? __ldcg(sk + hi - lane) : 0u;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const uint32_t x = __shfl_up_sync(0xFFFFFFFFu, c, off);
+      if (lane >= off) c += x;
+    }
+    c += above;
+    const unsigned hit = __ballot_sync(0xFFFFFFFFu, c >= uint32_t(a.skip_need));
+    if (hit != 0) {
+      if (lane == 0) atomicMax(sk + kSkipBins, uint32_t(hi - (__ffs(hit) - 1)) << kSkipShift);
+      return;
+    }
+    above = __shfl_sync(0xFFFFFFFFu, c, 31);
+  }
 }
 
 #endif
@@ -406,13 +474,15 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
   const unsigned base = unsigned(__cvta_generic_to_shared(smem_raw));
   WgmmaSmem& sm = *reinterpret_cast<WgmmaSmem*>(smem_raw + ((1024 - (base & 1023)) & 1023));
   BlockRows b;
+  // Stores skipped: chunk-major, so a row's earlier positions have raised its bound.
+  b.tile = a.skip != nullptr ? blockIdx.x : blockIdx.y;
   int lmax = 0;
 #pragma unroll
   for (int r = 0; r < kWgmmaTileRows; ++r) {
-    b.rows[r] = a.tile_rows[blockIdx.y * kWgmmaTileRows + r];
+    b.rows[r] = a.tile_rows[b.tile * kWgmmaTileRows + r];
     lmax = max(lmax, b.rows[r] >= 0 ? a.sel_len[b.rows[r]] : 0);
   }
-  b.p0 = blockIdx.x * kChunk;
+  b.p0 = (a.skip != nullptr ? blockIdx.y : blockIdx.x) * kChunk;
   if (b.p0 >= lmax) return;
   b.p1 = min(b.p0 + kChunk, lmax);
   b.blk0 = a.req_blk[a.sel_req[b.rows[0]]] + b.p0 / 8;
@@ -421,10 +491,15 @@ __global__ void __launch_bounds__(128, 4) dense_wgmma_kernel(DenseWgmmaArgs a) {
   cp_async_wait<0>();
   fence_proxy_async();
   __syncthreads();  // B is in place for every warp's wgmma
-  if (a.keys != nullptr)
-    run_plan<true>(plan, sm, a, b);
-  else
-    run_plan<false>(plan, sm, a, b);
+  if (a.skip != nullptr) {
+    run_plan<2>(plan, sm, a, b);
+    __syncthreads();  // the block's keys written
+    raise_bound(a, b);
+  } else if (a.keys != nullptr) {
+    run_plan<1>(plan, sm, a, b);
+  } else {
+    run_plan<0>(plan, sm, a, b);
+  }
 #endif
 }
 
@@ -434,7 +509,8 @@ bool dense_wgmma_supported() { return wgmma_device(); }
 
 void launch_dense_wgmma(const DenseWgmmaArgs& a, bool wide) {
   if (a.ntiles == 0 || a.max_len == 0) return;
-  dim3 grid((a.max_len + kChunk - 1) / kChunk, a.ntiles);
+  const unsigned chunks = (a.max_len + kChunk - 1) / kChunk;
+  const dim3 grid = a.skip != nullptr ? dim3(a.ntiles, chunks) : dim3(chunks, a.ntiles);
   const int smem = int(sizeof(WgmmaSmem)) + 1024;  // room to align (dense_wgmma_kernel)
   DSA_CUDA_CHECK(cudaFuncSetAttribute(dense_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   dense_wgmma_kernel<<<grid, 128, smem>>>(a);

@@ -92,7 +92,28 @@ struct DenseWgmmaArgs {
   // scores only.
   float* keys = nullptr;
   int64_t ld_keys = 0;
+  // Scores of blocks no own top-k will read left unstored (with keys; null: every score stored):
+  // [rows][kSkipWords] at keys row i - row0, zeroed before the launch, see "Stores skipped" below.
+  uint32_t* skip = nullptr;
+  int skip_need = 0;  // k + 1: the blocks whose keys must reach the bound
 };
+
+// Stores skipped (the sparse path's source; launch_own_topk narrowed). The own top-k reads only
+// blocks whose key reaches T, the (k+1)-th largest key of the row (docs/semantics.md), so a
+// block whose key lies below any lower bound B <= T needs no scores. The blocks are walked
+// chunk-major (every tile's first kChunk positions first), and each block, at its end, counts
+// its rows' keys that reach the row's bound into kSkipBins bins of the key's order (top 12 bits of
+// order_f32: 8 exponent bits, 4 of mantissa) and raises the bound to the highest bin edge with
+// at least k + 1 counted keys at or above it: counted keys are real keys of distinct blocks, so
+// then T is at least that edge. Later blocks store a block's scores only when its key reaches
+// the bound they read at their start. Keys not counted: the newest block's (+inf) and, in a
+// block holding a wide key, the wide positions (their main-kernel scores are meaningless; the
+// wide pass writes all 8 scores of such a block). Rows of at most kTopkBlocks blocks never raise
+// their bound (their own top-k reads every block). Word kSkipBins: the bound (an order_f32
+// value); kSkipBins + 1: the largest key counted so far.
+constexpr int kSkipBins = 4096;
+constexpr int kSkipShift = 20;  // order_f32 >> kSkipShift: the bin
+constexpr int kSkipWords = kSkipBins + 4;
 
 // Whether the current device runs the wgmma kernel (sm_90); elsewhere every row takes the
 // portable kernel.

@@ -241,6 +241,11 @@ class GpuEngine : public Implementation {
   DeviceBuffer<uint32_t> level_kth_;  // level one's 2048-th block key of each selected row
   DeviceBuffer<uint32_t> pick_keys_;  // [rows of one level-one launch][2048] (pick_keys())
   bool narrow_own_ = false;
+  // The source's dense kernel leaves the scores of blocks no own top-k reads unstored
+  // (dense_wgmma.cuh, "Stores skipped"): its counts and bounds, [rows of dense_][kSkipWords].
+  bool skip_stores_ = false;
+  int skip_need_ = 0;
+  DeviceBuffer<uint32_t> skip_;
   bool published_ = false, own_via_blocks_ = false;
   std::string dense_notes_;
 };

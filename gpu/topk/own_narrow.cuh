@@ -31,15 +31,16 @@ struct OwnNarrowArgs {
   int nrows;
 };
 
-// The published blocks whose key is at least the (k+1)-th largest published key, in table order
-// (ascending ids), into sm.table; returns how many, or 0 when more than kNarrowBlocks (the same
-// on every thread).
-__device__ __forceinline__ int narrow_blocks(const OwnNarrowArgs& a, int row, SelectSmem& sm) {
+// The published blocks whose key is at least the (k+1)-th largest published key (*least), in
+// table order (ascending ids), into sm.table; returns how many, or 0 when more than kNarrowBlocks
+// (the same on every thread).
+__device__ __forceinline__ int narrow_blocks(const OwnNarrowArgs& a, int row, SelectSmem& sm, uint32_t* least_out) {
   static_assert(kTopkBlocks == 4 * kSelectThreads, "four published blocks a thread");
   const uint4 kv = reinterpret_cast<const uint4*>(a.pick_keys + int64_t(row) * kTopkBlocks)[threadIdx.x];
   const uint32_t key[4] = {kv.x, kv.y, kv.z, kv.w};
   const Cut cut = find_cut<32>(key, a.k + 1, sm);
   const uint32_t least = kth_key(key, cut.T, cut.exact, sm);
+  *least_out = least;
   int mine = 0;
 #pragma unroll
   for (int j = 0; j < 4; ++j) mine += int(key[j] >= least);
@@ -80,8 +81,10 @@ __global__ void __launch_bounds__(kSelectThreads, 3) own_narrow_kernel(OwnNarrow
   const PageTransform map{a.src.blocks};
   if (threadIdx.x == 0) a.list[row] = a.nrows;
   if (n <= a.k) return take_all<kSelectThreads>(map, row, n, a.k, -1, dst);
-  if ((a.len[row] + kBlockSize - 1) / kBlockSize > kTopkBlocks) {
-    const int m = narrow_blocks(a, row, sm);
+  const bool narrowed = (a.len[row] + kBlockSize - 1) / kBlockSize > kTopkBlocks;
+  uint32_t least = 0;  // every block's scores read
+  if (narrowed) {
+    const int m = narrow_blocks(a, row, sm, &least);
     if (m > 0) {  // sm.table holds the m blocks: candidate c is position table[c / 8] * 8 + c % 8
       uint32_t key[kNarrowPer];
       narrow_load(a, row, m, sm, key);
@@ -92,6 +95,16 @@ __global__ void __launch_bounds__(kSelectThreads, 3) own_narrow_kernel(OwnNarrow
   map.stage(row, sm.table);
   uint32_t key[32];
   a.src.load(row, 32 * int(threadIdx.x), n, key);
+  // Ties at the cut (more than kNarrowBlocks blocks reach it): a block below it holds no top-k
+  // score (every score there is below the k + 1 blocks' maxima at or above it), and the dense
+  // kernel may have left its scores unstored (dense_wgmma.cuh, "Stores skipped"): they rank last.
+  if (narrowed) {
+    const uint4 kv = reinterpret_cast<const uint4*>(a.pick_keys + int64_t(row) * kTopkBlocks)[threadIdx.x];
+    const uint32_t bk[4] = {kv.x, kv.y, kv.z, kv.w};
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+      if (bk[j / 8] < least) key[j] = 0;
+  }
   select_row<32, 32>(key, row, n, a.k, 32 * int(threadIdx.x), map, NoKth{}, dst, sm);
 }
 

@@ -11,14 +11,11 @@
 
 #include <cstdint>
 
+#include "gpu/common/order.cuh"
+
 namespace dsa::gpu {
 
 constexpr int kTopkThreads = 512;
-
-__device__ __forceinline__ uint32_t order_f32(float x) {
-  const uint32_t u = __float_as_uint(__fadd_rn(x, 0.0f));  // -0 + 0 = +0: -0 ranks as +0
-  return u ^ (uint32_t(int32_t(u) >> 31) | 0x80000000u);   // negative: all bits flipped; else the sign set
-}
 
 // A row with no more than k entries: all of them in index order, then padding (the kernels below
 // return right after it). kThreads: the block's size.
