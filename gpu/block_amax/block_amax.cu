@@ -43,7 +43,10 @@ __global__ void key_mismatch_kernel(const float* dense, int64_t ld_dense, const 
   const int L = len[row0 + row], nblocks = (L + 7) / 8;
   if (b >= nblocks) return;
   const float key = keys[row * ld_keys + b];
-  if (skip != nullptr && order_f32(key) < skip[row * kSkipWords + kSkipBins]) return;  // not stored
+  const bool below = skip != nullptr && order_f32(key) < skip[row * kSkipWords + kSkipBins];
+  const unsigned n = __popc(__ballot_sync(__activemask(), below));  // one atomic a warp
+  if (n != 0 && (threadIdx.x & 31) == __ffs(__activemask()) - 1) atomicAdd(count + 2, (unsigned long long)n);
+  if (below) return;  // maybe not stored
   if (__float_as_uint(block_key(dense + row * ld_dense, b, nblocks)) != __float_as_uint(key) ||
       (skip != nullptr && unwritten(dense + row * ld_dense, b, L))) {
     atomicAdd(count, 1ull);
@@ -73,9 +76,10 @@ KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, c
                                          const uint32_t* skip) {
   const int max_blocks = (max_len + 7) / 8;
   if (nrows == 0 || max_blocks == 0) return {};
-  DeviceBuffer<unsigned long long> count(2);
+  DeviceBuffer<unsigned long long> count(3);
   count.fill_bytes(0, 1);
   count.fill_bytes(0xFF, 1, 1);
+  count.fill_bytes(0, 1, 2);
   // row0 + first keeps len and the reported row global.
   for_row_pieces(nrows, [&](int first, int n) {
     key_mismatch_kernel<<<dim3((max_blocks + 255) / 256, n), 256>>>(
@@ -83,8 +87,8 @@ KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, c
         skip != nullptr ? skip + int64_t(first) * kSkipWords : nullptr, count.get());
     DSA_LAUNCH_CHECK("key_mismatch_kernel");
   });
-  const std::vector<unsigned long long> host = count.to_host(2);
-  return {int64_t(host[0]), int(host[1] >> 32), int(host[1] & 0xFFFFFFFFu)};
+  const std::vector<unsigned long long> host = count.to_host(3);
+  return {int64_t(host[0]), int(host[1] >> 32), int(host[1] & 0xFFFFFFFFu), int64_t(host[2])};
 }
 
 }  // namespace dsa::gpu

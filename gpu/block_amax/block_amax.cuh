@@ -21,6 +21,7 @@ void launch_block_amax(const float* dense, int64_t ld_dense, const int32_t* len,
 struct KeyMismatches {
   int64_t count = 0;
   int row = -1, block = -1;  // selected row, block index
+  int64_t below = 0;         // with skip: the blocks below their row's bound (not checked)
 };
 KeyMismatches count_block_key_mismatches(const float* dense, int64_t ld_dense, const int32_t* len, int nrows,
                                          int row0, int max_len, const float* keys, int64_t ld_keys,

@@ -25,12 +25,13 @@ __device__ __forceinline__ void score_wide_row(const DenseWgmmaArgs& a, int row,
   load_generic_row(ga, row, r);
   float* out = a.out + int64_t(row - a.row0) * a.ld;
   float* keys = a.keys == nullptr ? nullptr : a.keys + int64_t(row - a.row0) * a.ld_keys;
-  // Lanes 0..7 hold positions pb + 0..7 (generic_score): the scores of the wide keys, and the
+  // Lanes 0..7 hold positions pb + 0..7 (generic_score): the scores of the wide keys (of every
+  // key when the main kernel skipped stores: it may have left the block unstored), and the
   // block's key over all its positions below len (the generic route is exact for every key), but
   // not the newest block's, which the main kernel set to +inf.
   auto put = [&](int pb, float score) {
     const int p = pb + 2 * t + g;
-    if (lane < 8 && p < len && a.kscale[kcol + p] == 0.0f) out[p] = score;
+    if (lane < 8 && p < len && (a.skip != nullptr || a.kscale[kcol + p] == 0.0f)) out[p] = score;
     if (keys == nullptr) return;
     float m = lane < 8 && p < len ? score : -__int_as_float(0x7F800000);
 #pragma unroll

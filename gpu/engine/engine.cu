@@ -597,6 +597,10 @@ void GpuEngine::check_keys(const Chunk& c) {
   const KeyMismatches bad = count_block_key_mismatches(dense_.get(), ld_dense_, sel_len_.get(), c.count, c.first,
                                                        max_len_, keys_.get(), ld_keys_,
                                                        skip_stores_ ? skip_.get() : nullptr);
+  if (skip_stores_) {
+    skip_below_ += bad.below;
+    for (int i = c.first; i < c.first + c.count; ++i) skip_blocks_ += (sel_len_host_[size_t(i)] + 7) / 8;
+  }
   if (bad.count != 0)
     throw std::runtime_error(kernel_name("block_amax") + ": " + std::to_string(bad.count) +
                              " block keys differ from the maximum of their dense scores" +
@@ -953,7 +957,14 @@ void GpuEngine::end(const Batch& batch, const RunOptions&, Results& out) {
                                       " table rows on wgmma m64n32k32, the rest on mma.sync m16n8k32"
                                 : "sparse: none";
   sparse_rows_ = sparse_wgmma_rows_ = 0;
-  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + sparse_notes + "); " + topk_notes +
+  // Known where the checks ran (check_keys reads the final bounds).
+  const std::string skip_notes = skip_stores_ && skip_blocks_ > 0
+                                     ? "dense scores left unstored below the rows' bounds: up to " +
+                                           std::to_string(skip_below_) + " of " + std::to_string(skip_blocks_) +
+                                           " source blocks; "
+                                     : "";
+  skip_below_ = skip_blocks_ = 0;
+  out.notes = "exact int8 tensor-core head scores (" + dense_notes_ + sparse_notes + "); " + topk_notes + skip_notes +
               describe_device();
   timer_.reset();
   if (keep_workspace_) return;

@@ -245,6 +245,7 @@ class GpuEngine : public Implementation {
   // (dense_wgmma.cuh, "Stores skipped"): its counts and bounds, [rows of dense_][kSkipWords].
   bool skip_stores_ = false;
   int skip_need_ = 0;
+  int64_t skip_below_ = 0, skip_blocks_ = 0;  // check_keys' count of blocks below their bound, of all
   DeviceBuffer<uint32_t> skip_;
   bool published_ = false, own_via_blocks_ = false;
   std::string dense_notes_;

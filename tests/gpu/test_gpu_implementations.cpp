@@ -553,6 +553,34 @@ TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answ
   }
 }
 
+// Stores skipped (DSA_DENSE_SKIP=1, gpu/dense_logits/dense_wgmma.cuh): the source's dense kernel
+// leaves the scores of blocks below a row's running bound unstored. 512 rows of about 62000
+// positions make 1024 dense blocks, more than a wave, so later blocks read raised bounds; every
+// 97th key is wide (the wide pass then writes the whole block). Whole and in chunks of 400 rows.
+TEST_CASE("gpu-sparse: the source's dense stores skipped below the rows' bounds give the same answers") {
+  Spec spec;
+  spec.lc = {65536};
+  spec.lens.emplace_back();
+  for (int i = 0; i < 512; ++i) spec.lens[0].push_back(60000 + 10 * i);
+  spec.tails = {0};
+  const Batch b = make_batch(spec, 29);
+  const RunOptions o;  // no scores: --scores stores every score
+  const Results stored = gpu::make_gpu_sparse()->run(b, o);
+  const ScopedEnv skip("DSA_DENSE_SKIP", "1");
+  for (const char* rows : {"0", "400"}) {
+    INFO("DSA_SOURCE_CHUNK_ROWS=" << rows << " (0: whole)");
+    const ScopedEnv chunk("DSA_SOURCE_CHUNK_ROWS", rows);
+    const Results skipped = gpu::make_gpu_sparse()->run(b, o);
+    test::require_identical(b, stored, skipped, "stores skipped");
+    long long below = -1, total = -1;
+    const size_t at = skipped.notes.find("below the rows' bounds: up to ");
+    REQUIRE(at != std::string::npos);
+    std::sscanf(skipped.notes.c_str() + at, "below the rows' bounds: up to %lld of %lld", &below, &total);
+    CHECK(below > 0);  // the bounds rose
+    CHECK(below < total);
+  }
+}
+
 // Both forms of the source's selection: separate launches (DSA_SOURCE_SELECT_ROWS=0), and one
 // launch (publish_once: few rows), timed as source_select.
 TEST_CASE("timings name every kernel with events and positive medians") {
