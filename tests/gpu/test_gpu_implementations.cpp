@@ -531,6 +531,15 @@ TEST_CASE("plain layers take the top-k of their dense scores") {
   }
 }
 
+// The notes without the dense kernel's count of blocks below its bounds (DSA_DENSE_SKIP), which
+// depends on how the blocks of a launch were scheduled.
+std::string without_skip_note(const std::string& notes) {
+  const size_t at = notes.find("dense scores left unstored");
+  if (at == std::string::npos) return notes;
+  const size_t end = notes.find("; ", at);
+  return notes.substr(0, at) + (end == std::string::npos ? "" : notes.substr(end + 2));
+}
+
 TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answers") {
   const Batch b = make_batch(standard_spec(), 7);
   RunOptions o;  // no scores: --scores keeps the whole dense matrix
@@ -549,7 +558,8 @@ TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answ
     REQUIRE(chunked_timed.rows_done == whole.rows_done);
     test::require_identical(b, whole, chunked, "chunked");
     test::require_identical(b, whole, chunked_timed, "chunked, timed");
-    CHECK(chunked.notes == whole.notes);  // the own top-k's full-row count included
+    // The own top-k's full-row count included; the dense kernel's bounds differ by chunk.
+    CHECK(without_skip_note(chunked.notes) == without_skip_note(whole.notes));
   }
 }
 
