@@ -403,7 +403,8 @@ __device__ __forceinline__ void run_early(int order, const WgmmaSmem& sm, const 
   run_steps<2, kOrder, kWithKeys>(sm, a, b);
 }
 
-// The block's steps in its plan's mode and order; kWithKeys: with the block keys (a.keys).
+// The block's steps in its plan's mode and order; kWithKeys: 1 with the block keys (a.keys), 2
+// also with stores skipped below the rows' bounds (a.skip), 0 scores only.
 template <int kWithKeys>
 __device__ __forceinline__ void run_plan(const TilePlan& plan, const WgmmaSmem& sm, const DenseWgmmaArgs& a,
                                          const BlockRows& b) {
