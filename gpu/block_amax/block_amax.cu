@@ -27,8 +27,8 @@ __global__ void block_amax_kernel(const float* dense, int64_t ld_dense, const in
   if (b < nblocks) keys[row * ld_keys + b] = block_key(dense + row * ld_dense, b, nblocks);
 }
 
-// Whether a block skipped by the dense kernel (below its row's bound) or one of its scores below L
-// unwritten (the poison's bits, kPoisonByteFloat).
+// Whether one of block b's scores below L still holds the poison's bits (kPoisonByteFloat): the
+// check of a stored block when the dense kernel skipped stores, since the maximum passes over NaN.
 __device__ __forceinline__ bool unwritten(const float* dense_row, int b, int L) {
   bool any = false;
   for (int e = 0; e < 8 && 8 * b + e < L; ++e) any = any || __float_as_uint(dense_row[8 * b + e]) == 0xFFFFFFFFu;

@@ -273,23 +273,21 @@ __device__ __forceinline__ void epilogue(const int (&d)[64], const float4 (&earl
   // The pair's second position may be L itself (L odd): still inside the row (ld is a multiple
   // of 8), a column that does not exist and is never read.
   const float inf = __int_as_float(0x7F800000);
-  if constexpr (kWithKeys == 2) {
-    // A wide position's score here is meaningless: out of the block key, which the wide pass
-    // rewrites with the block's 8 scores (so a block holding one may go unstored here).
-    float m = fmaxf(scale[0] != 0.0f ? v[0] : -inf, scale[1] != 0.0f ? v[1] : -inf);
-    m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));
-    m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
-    // The newest block (key +inf) is always stored: its lanes' positions are within 8 of L (so
-    // are a few of the block before it, stored too).
-    if (at < l.lim && (m >= l.bound || at + 8 >= l.lim)) *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
-    if ((threadIdx.x & 12) == 0 && at < l.lim) keys[l.keys + s * (kKeys / 8)] = l.lim <= at + 8 ? inf : m;
-    return;
+  // Without skipping, the scores are stored before the keys' shuffles.
+  if constexpr (kWithKeys != 2) {
+    if (at < l.lim) *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
+    if constexpr (!kWithKeys) return;
   }
-  if (at < l.lim) *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
-  if constexpr (!kWithKeys) return;
-  float m = fmaxf(v[0], v[1]);
+  // Skipping: a wide position's score here is meaningless, so it stays out of the block key,
+  // which the wide pass rewrites with the block's 8 scores (a block holding one may go unstored).
+  float m = kWithKeys == 2 ? fmaxf(scale[0] != 0.0f ? v[0] : -inf, scale[1] != 0.0f ? v[1] : -inf)
+                           : fmaxf(v[0], v[1]);
   m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));  // the block's 8 keys: lanes g = 4 (g / 4) + 0..3
   m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
+  // Skipping: the newest block (key +inf) is always stored: its lanes' positions are within 8 of
+  // L (so are a few of the block before it, stored too).
+  if constexpr (kWithKeys == 2)
+    if (at < l.lim && (m >= l.bound || at + 8 >= l.lim)) *reinterpret_cast<float2*>(l.out + at) = make_float2(v[0], v[1]);
   // Lanes g % 4 == 0 (at = the block's first position): its key, +inf for the newest block.
   if ((threadIdx.x & 12) == 0 && at < l.lim) keys[l.keys + s * (kKeys / 8)] = l.lim <= at + 8 ? inf : m;
 }
