@@ -13,23 +13,13 @@
 #include "reference/formats.hpp"
 #include "tests/catch.hpp"
 #include "tests/gpu/same_results.hpp"
+#include "tests/gpu/scoped_env.hpp"
 
 using namespace dsa;
 
 namespace {
 
-// Sets an environment variable the engine reads when it is made (a route or chunk switch) for one
-// scope; unset again even when a run throws, so no later test case runs with it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using test::ScopedEnv;  // the engine reads its switches when it is made
 
 // ---------- a batch built in memory ----------
 struct Spec {
