@@ -24,8 +24,6 @@ __device__ __forceinline__ void mbar_wait(const uint64_t* bar, unsigned parity) 
 __device__ __forceinline__ void mbar_expect(uint64_t* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
-constexpr unsigned kBulkChunk = 16384;  // bytes a bulk copy of a long row is split into
-
 // bytes: a multiple of 16; src and dst 16-byte aligned.
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(

@@ -1,6 +1,6 @@
 #pragma once
 // Top-k of rows that fit in registers (n <= kPer * 512), one thread block per row (or a persistent
-// block per SM slot that streams its rows: select_stream.cuh): thread t holds
+// block per SM slot that streams its rows: select_topk_stream_kernel below): thread t holds
 // the keys of indices kPer t .. kPer t + kPer - 1. A radix select over those registers finds the
 // k-th largest key T, 11 bits at a time from the top: each pass counts the keys that match the
 // digits found so far into a 2048-bin shared histogram (plain shared atomics: on the H200 a warp's
@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "gpu/common/check.cuh"
 #include "gpu/common/mbarrier.cuh"
@@ -269,6 +270,88 @@ __global__ void __launch_bounds__(kSelectThreads, kPer <= 32 ? 2 : 1)
   uint32_t key[kPer];
   src.load(row, first, n, key);
   select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm);
+}
+
+// Rows stored contiguously, one persistent block per SM slot: while the block selects one row
+// from its registers, a bulk copy (cp.async.bulk + mbarrier) brings its next row into shared
+// memory, so a row's HBM read overlaps the passes over the previous one (the loads of a plain
+// launch stall every warp of a block at once, and one or two blocks an SM do not hide that).
+// Src, besides len(): const void* row_data(int row); unsigned row_bytes(int n) (a multiple of 16,
+// at most kBufferBytes); int keys_from(const void* buf, int first, int n, uint32_t (&key)[kPer])
+// (keys of columns first.. from the copied row, 0 from n on; returns rot: key[j] holds column
+// first + (j + rot) % kPer, select_row's rotation); static kBufferBytes.
+constexpr unsigned kBulkChunk = 16384;  // bytes per bulk copy
+
+// A report that also wants the keys of the picks (level one's, for the own top-k's narrowing):
+// bool wants_pick_keys() const; void store_pick_keys(const Src&, int row, const int32_t* picks)
+// const, called by every thread of the block once the row's picks are written.
+template <class K, class = void>
+struct HasPickKeys : std::false_type {};
+template <class K>
+struct HasPickKeys<K, std::void_t<decltype(std::declval<const K&>().wants_pick_keys())>> : std::true_type {};
+
+template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth>
+__global__ void __launch_bounds__(kSelectThreads, kMinBlocks)
+    select_topk_stream_kernel(Src src, Map map, Kth kth, int nrows, int k, int32_t pad, int32_t* out) {
+  extern __shared__ __align__(128) unsigned char stream_buffer[];
+  __shared__ SelectSmem sm;
+  __shared__ uint64_t bar;
+  // Thread 0 starts the copy of row r when r will be selected from keys (more than k of them).
+  auto fetch = [&](int r) {
+    if (r >= nrows) return;
+    const int n = src.len(r);
+    if (n <= k) return;
+    const unsigned bytes = src.row_bytes(n);
+    const char* from = static_cast<const char*>(src.row_data(r));
+    mbar_expect(&bar, bytes);
+    for (unsigned off = 0; off < bytes; off += kBulkChunk)
+      bulk_copy(stream_buffer + off, from + off, min(kBulkChunk, bytes - off), &bar);
+  };
+  if (threadIdx.x == 0) {
+    mbar_init(&bar, 1);
+    fetch(blockIdx.x);
+  }
+  __syncthreads();
+  unsigned parity = 0;
+  const int first = threadIdx.x * kPer;
+  for (int row = blockIdx.x; row < nrows; row += gridDim.x) {
+    const int n = src.len(row);
+    int32_t* dst = out + int64_t(row) * k;
+    if (n <= k) {  // no copy was started for this row: the buffer is free
+      if (threadIdx.x == 0) {
+        fetch(row + gridDim.x);
+        kth.took_all(row);
+      }
+      take_all<kSelectThreads>(map, row, n, k, pad, dst);
+      continue;
+    }
+    mbar_wait(&bar, parity);
+    parity ^= 1;
+    uint32_t key[kPer];
+    const int rot = src.keys_from(stream_buffer, first, n, key);
+    __syncthreads();  // every thread holds its keys and is done with the last row's table
+    if (threadIdx.x == 0) fetch(row + gridDim.x);
+    map.stage(row, sm.table);
+    select_row<kBits, kPer>(key, row, n, k, first, map, kth, dst, sm, rot);
+    if constexpr (HasPickKeys<Kth>::value) {
+      if (kth.wants_pick_keys()) {
+        __syncthreads();  // every pick of the row is in dst
+        kth.store_pick_keys(src, row, dst);
+      }
+    }
+  }
+}
+
+// kMinBlocks blocks an SM, each with Src::kBufferBytes of dynamic shared memory for the row copy.
+// name: the launch check's name for this use.
+template <int kBits, int kPer, int kMinBlocks, class Src, class Map, class Kth = NoKth>
+void launch_select_stream(const char* name, const Src& src, const Map& map, int nrows, int k, int32_t pad,
+                          int32_t* out, const Kth& kth = Kth{}) {
+  auto kernel = select_topk_stream_kernel<kBits, kPer, kMinBlocks, Src, Map, Kth>;
+  const int sms = current_device_sms();
+  DSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Src::kBufferBytes));
+  kernel<<<std::min(nrows, kMinBlocks * sms), kSelectThreads, Src::kBufferBytes>>>(src, map, kth, nrows, k, pad, out);
+  DSA_LAUNCH_CHECK(name);
 }
 
 }  // namespace dsa::gpu

@@ -1,10 +1,6 @@
-#include <cstdlib>
-#include <string>
-
 #include "gpu/common/check.cuh"
 #include "gpu/topk/own_narrow.cuh"
 #include "gpu/topk/radix_topk.cuh"
-#include "gpu/topk/select_stream.cuh"
 #include "gpu/topk/select_topk.cuh"
 #include "gpu/topk/topk.cuh"
 #include "gpu/topk/topk_rows.cuh"
@@ -63,13 +59,6 @@ int own_topk_full_rows(const std::vector<int32_t>& list) {
   return n;
 }
 
-// DSA_LEVEL_ONE_SAMPLED=1: level one cuts each row from a sample first (sampled_cut.cuh); off
-// until measured on a device.
-static bool level_one_sampled() {
-  const char* v = std::getenv("DSA_LEVEL_ONE_SAMPLED");
-  return v != nullptr && std::string(v) == "1";
-}
-
 bool block_topk_in_registers(int max_len) {
   return (int64_t(max_len) + 7) / 8 <= int64_t(BlockKeyRows::kPer) * kSelectThreads;
 }
@@ -82,7 +71,7 @@ void launch_block_topk(const float* keys, int64_t ld, const int32_t* len, int nr
     constexpr int kPer = BlockKeyRows::kPer;
     const char* name = "select_topk_stream_kernel<blocks>";
     launch_select_stream<32, kPer, 1>(name, src, Identity{}, nrows, kTopkBlocks, kBlockPad, blocks,
-                                      LevelOneReport{kth, pick_keys}, level_one_sampled());
+                                      LevelOneReport{kth, pick_keys});
   } else {
     if (kth) {
       unknown_kth_kernel<<<(nrows + 255) / 256, 256>>>(kth, nrows);

@@ -81,7 +81,6 @@ struct OwnCheck {
 struct BlockKeyRows {
   static constexpr int kPer = 64;  // block keys a thread: rows of up to 32768 blocks (262144 positions)
   static constexpr int kBufferBytes = kPer * kSelectThreads * int(sizeof(float));
-  static constexpr bool kSampled = true;  // the row buffer holds fp32 keys (select_stream.cuh)
   const float* data;
   int64_t ld;
   const int32_t* L;

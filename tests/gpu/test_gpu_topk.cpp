@@ -25,7 +25,6 @@
 #include "tests/catch.hpp"
 #include "tests/gpu/own_rows.hpp"
 #include "tests/gpu/same_results.hpp"
-#include "tests/gpu/scoped_env.hpp"
 
 using namespace dsa;
 
@@ -88,18 +87,6 @@ std::vector<KeyRow> key_rows() {
     }
   }));
   rows.push_back(make("negative", 25000, [&](int) { return -std::fabs(normal(rng)); }));
-  // The sampled cut's branches (gpu/topk/sampled_cut.cuh; "normal" rows above take it: about
-  // 3072 keys reach lo). Ties around lo and the cut inside the candidates:
-  rows.push_back(make("normal in steps of 0.01", 32768, [&](int) { return std::round(normal(rng) * 100.f) / 100.f; }));
-  // Every sampled column (column c with c % 16 == (c / 16) % 16) high: exactly 2048 keys reach
-  // lo, not more than k, so the row takes the full selection.
-  rows.push_back(make("sampled columns high", 32768,
-                      [&](int i) { return i % 16 == (i / 16) % 16 ? 10.f : normal(rng); }));
-  // Every sampled column low: every key reaches lo, more than the candidates' room.
-  rows.push_back(make("sampled columns low", 32768,
-                      [&](int i) { return i % 16 == (i / 16) % 16 ? -1.f : normal(rng); }));
-  // lo at +0 (most keys zero): the signed compare of raw bits needs lo above +0.
-  rows.push_back(make("mostly zeros", 32768, [&](int i) { return i % 64 == 7 ? normal(rng) : (i % 2 ? 0.f : -0.f); }));
   return rows;
 }
 
@@ -114,10 +101,6 @@ uint32_t ordered(float x) {
 }  // namespace
 
 TEST_CASE("block top-2048 equals the reference's top-k, ties by smaller block id") {
-  // Both selections: the full one, and the sampled cut first (DSA_LEVEL_ONE_SAMPLED=1).
-  const char* sampled = GENERATE("0", "1");
-  const test::ScopedEnv env("DSA_LEVEL_ONE_SAMPLED", sampled);
-  INFO("DSA_LEVEL_ONE_SAMPLED=" << sampled);
   // The rows repeated in rotating order, more rows than an H200 has SMs: the persistent kernel's
   // blocks take several rows each, short and long ones mixed, while the next row's copy runs.
   const std::vector<KeyRow> kinds = key_rows();
