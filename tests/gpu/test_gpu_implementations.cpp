@@ -13,7 +13,7 @@
 #include "reference/formats.hpp"
 #include "tests/catch.hpp"
 #include "tests/gpu/same_results.hpp"
-#include "tests/gpu/scoped_env.hpp"
+#include "tests/scoped_env.hpp"
 
 using namespace dsa;
 

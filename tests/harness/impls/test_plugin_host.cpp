@@ -16,6 +16,7 @@
 #include "harness/impls/reference.hpp"
 #include "tests/catch.hpp"
 #include "tests/harness/impls/defect_plugins.hpp"
+#include "tests/scoped_env.hpp"
 
 using namespace dsa;
 using dsa::test::defect;
@@ -91,13 +92,16 @@ TEST_CASE("plugin host: a run that fails after create still destroys the plugin'
   const std::string log = (std::filesystem::temp_directory_path() /
                            ("dsa-plugin-host-destroy-" + std::to_string(::getpid()) + ".log")).string();
   std::filesystem::remove(log);
-  REQUIRE(::setenv("DSA_DEFECT_DESTROY_LOG", log.c_str(), 1) == 0);
-  std::string steps;
-  for (const char* name : {"malformed", "unwritten", "error", "timings", "abi"}) {
-    INFO(name);
-    CHECK(!host_error(defect(name), batch, RunOptions{}, &steps).empty());
+  {
+    const test::ScopedEnv destroy_log("DSA_DEFECT_DESTROY_LOG", log.c_str());
+    const char* set = std::getenv("DSA_DEFECT_DESTROY_LOG");
+    REQUIRE((set != nullptr && log == set));
+    std::string steps;
+    for (const char* name : {"malformed", "unwritten", "error", "timings", "abi"}) {
+      INFO(name);
+      CHECK(!host_error(defect(name), batch, RunOptions{}, &steps).empty());
+    }
   }
-  ::unsetenv("DSA_DEFECT_DESTROY_LOG");
   std::ifstream in(log);
   int destroyed = 0;
   for (std::string line; std::getline(in, line);) destroyed += line == "destroy";
