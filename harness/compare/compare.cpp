@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "core/rules.hpp"
 #include "harness/impls/reference_views.hpp"
@@ -93,16 +94,21 @@ RankFn block_rank(const Batch& batch, const Layer& source, Ranking ranking) {
 }
 
 // The exact fp64 dense top-k of a consumer over all L positions.
-metrics::TopkFn exact_topk(const Batch& batch, const Layer& layer) {
-  return [&batch, &layer](int row) {
-    const int64_t L = batch.compress_len[size_t(row)];
-    std::vector<double> s(size_t(std::max<int64_t>(L, 1)));
-    try {
-      ref::exact_scores_row(query_of(layer, row), keys_of(batch, row), L, s.data());
-    } catch (const std::exception&) {
-      return std::vector<int32_t>{};
-    }
-    return ref::source_topk(s.data(), L, batch.topk);
+std::vector<int32_t> exact_topk_of(const Batch& batch, const Layer& layer, int row) {
+  const int64_t L = batch.compress_len[size_t(row)];
+  std::vector<double> s(size_t(std::max<int64_t>(L, 1)));
+  try {
+    ref::exact_scores_row(query_of(layer, row), keys_of(batch, row), L, s.data());
+  } catch (const std::exception&) {
+    return {};
+  }
+  return ref::source_topk(s.data(), L, batch.topk);
+}
+
+metrics::TopkFn exact_topk(const Batch& batch, const Layer& layer, CompareCache* cache) {
+  return [&batch, &layer, cache](int row) {
+    if (!cache) return exact_topk_of(batch, layer, row);
+    return cache->exact_topk(layer.id, row, [&] { return exact_topk_of(batch, layer, row); });
   };
 }
 
@@ -272,6 +278,7 @@ struct Context {
   Rule rule;
   double tolerance;
   std::vector<int> rows;  // compared rows
+  CompareCache* cache;
 };
 
 // A layer with nothing to compare: `not_run` when only the implementation under test recorded
@@ -396,7 +403,7 @@ LayerComparison compare_layer(const Context& c, const Layer& layer) {
       add_row_figures(lc, rows, a, e, agreement, &exact, nullptr);
     } else {
       if (consumer && a_blocks.present())
-        add(lc, metrics::two_level_quality(rows, a, a_blocks, exact_topk(c.batch, layer)), "quality", false);
+        add(lc, metrics::two_level_quality(rows, a, a_blocks, exact_topk(c.batch, layer, c.cache)), "quality", false);
       add_row_figures(lc, rows, a, b, agreement, nullptr, nullptr);
     }
   }
@@ -432,6 +439,18 @@ bool has_tails(const Results& r, int layer) {
 
 }  // namespace
 
+std::vector<int32_t> CompareCache::exact_topk(int layer, int row, const std::function<std::vector<int32_t>()>& compute) {
+  const std::pair<int, int> key{layer, row};
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto it = exact_topk_.find(key);
+    if (it != exact_topk_.end()) return it->second;
+  }
+  std::vector<int32_t> picks = compute();  // outside the lock: rows are computed in parallel
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return exact_topk_.emplace(key, std::move(picks)).first->second;
+}
+
 Rule choose_rule(PathKind impl, PathKind against) {
   if (impl == against) return Rule::own_path;
   if (impl == PathKind::exact || against == PathKind::exact) return Rule::quality;
@@ -444,7 +463,9 @@ Comparison compare_results(const Batch& batch, const Results& a, PathKind a_path
   out.impl = a.name;
   out.against = b.name;
   out.rule = options.rule ? *options.rule : choose_rule(a_path, b_path);
-  const Context c{batch, a, b, a_path, b_path, out.rule, options.tolerance, metrics::compared_rows(a, b)};
+  if (options.cache && options.cache->batch() != &batch)
+    throw std::logic_error("compare_results: the cache given belongs to another batch");
+  const Context c{batch, a, b, a_path, b_path, out.rule, options.tolerance, metrics::compared_rows(a, b), options.cache};
 
   // What b recorded is expected of a: an output missing on a's side is a failure, never "not
   // run", and so is a row it was asked for and left out. An output only a recorded has nothing

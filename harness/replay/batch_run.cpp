@@ -27,7 +27,8 @@ class BatchRun {
  public:
   BatchRun(const ReplayOptions& options, const std::string& path, const Batch& batch, const std::string& id,
            const std::vector<int>& rows, CaseLog& log, Progress& progress, double work)
-      : opt_(options), path_(path), batch_(batch), id_(id), rows_(rows), log_(log), progress_(progress), work_(work) {
+      : opt_(options), path_(path), batch_(batch), id_(id), rows_(rows), log_(log), progress_(progress), work_(work),
+        compare_cache_(batch) {
     run_options_.rows = rows;
     run_options_.scores = replay_compares_scores(batch, rows);
   }
@@ -125,6 +126,7 @@ class BatchRun {
     CompareOptions copt;
     copt.tolerance = opt_.tolerance;
     copt.rows = rows_;
+    copt.cache = &compare_cache_;
     for (const Against& a : comparisons_for(impl, runnable)) {
       copt.rule = a.rule;
       const Results& against = results_of(a.name, false);
@@ -176,6 +178,7 @@ class BatchRun {
   CaseLog& log_;
   Progress& progress_;
   double work_;
+  CompareCache compare_cache_;  // what every comparison of this batch shares
   RunOptions run_options_;
   std::map<std::string, Support> support_;
   std::map<std::string, std::string> devices_;

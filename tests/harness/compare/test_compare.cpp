@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -391,6 +392,43 @@ TEST_CASE("quality: recall of the exact dense top-k, informational") {
   std::fill(std::remove_if(kept, kept + b.topk, [&](int32_t p) { return p / kBlockSize == gone; }), kept + b.topk, kPositionPad);
   CHECK(misses(dropped) == std::make_pair(base.first + double(inside), base.second));
   (void)row;
+}
+
+TEST_CASE("quality with a shared cache: the same figures, each row's exact top-k computed once") {
+  // Replay compares every implementation of a batch with reference-exact; the truth of each row
+  // is the same for all of them, so one CompareCache a batch keeps it.
+  const Batch& b = smoke();
+  const Results& exact = reference(PathKind::exact);
+  CompareCache cache(b);
+  CompareOptions shared;
+  shared.cache = &cache;
+  for (PathKind path : {PathKind::sparse, PathKind::mask}) {
+    INFO(path_name(path));
+    const Comparison plain = compare_results(b, reference(path), path, exact, PathKind::exact);
+    const Comparison cached = compare_results(b, reference(path), path, exact, PathKind::exact, shared);
+    REQUIRE(plain.layers.size() == cached.layers.size());
+    for (size_t i = 0; i < plain.layers.size(); ++i) {
+      INFO("layer " << plain.layers[i].layer);
+      REQUIRE(plain.layers[i].records.size() == cached.layers[i].records.size());
+      for (size_t j = 0; j < plain.layers[i].records.size(); ++j) {
+        INFO(plain.layers[i].records[j].name);
+        CHECK(plain.layers[i].records[j].value == cached.layers[i].records[j].value);
+      }
+    }
+  }
+  int computed = 0;
+  const std::vector<int32_t> first = cache.exact_topk(-1, 0, [&] { return std::vector<int32_t>{++computed}; });
+  const std::vector<int32_t> again = cache.exact_topk(-1, 0, [&] { return std::vector<int32_t>{++computed}; });
+  CHECK(computed == 1);
+  CHECK(first == again);
+  const auto [layer, row] = consumer_row(b);
+  int recomputed = 0;
+  cache.exact_topk(layer, row, [&] { ++recomputed; return std::vector<int32_t>{}; });
+  CHECK(recomputed == 0);  // the comparisons above stored it
+
+  const Batch other = smoke();  // equal content, another object: the cache is tied to its batch
+  CHECK_THROWS_AS(compare_results(other, reference(PathKind::sparse), PathKind::sparse, exact, PathKind::exact, shared),
+                  std::logic_error);
 }
 
 TEST_CASE("a dropped block and a flipped score bit fail the own-path verdict") {
