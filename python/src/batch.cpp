@@ -11,7 +11,7 @@
 namespace dsa::py_bind {
 namespace {
 
-const char* kSource = "Batch.from_arrays";
+const char* kFromArrays = "Batch.from_arrays";
 
 // The Python side has already turned torch tensors into numpy arrays and set the defaults.
 std::shared_ptr<Batch> from_arrays(const py::dict& attrs, py::handle num_rows, py::handle compressed_len,
@@ -24,18 +24,18 @@ std::shared_ptr<Batch> from_arrays(const py::dict& attrs, py::handle num_rows, p
   b.source_layer = attrs["source_layer"].cast<int>();
   b.origin = attrs["origin"].cast<std::string>();
   b.description = attrs["description"].cast<std::string>();
-  b.num_rows = copy_array<int32_t>(num_rows, kSource, "/requests/num_rows", {-1});
+  b.num_rows = copy_array<int32_t>(num_rows, kFromArrays, "/requests/num_rows", {-1});
   const py::ssize_t q = py::ssize_t(b.num_rows.size());
-  b.compressed_len = copy_array<int32_t>(compressed_len, kSource, "/requests/compressed_len", {q});
+  b.compressed_len = copy_array<int32_t>(compressed_len, kFromArrays, "/requests/compressed_len", {q});
   std::vector<py::ssize_t> shape;
-  b.page_table = copy_array<int32_t>(page_table, kSource, "/requests/page_table", {q, -1}, &shape);
+  b.page_table = copy_array<int32_t>(page_table, kFromArrays, "/requests/page_table", {q, -1}, &shape);
   b.table_width = int(shape[1]);
-  if (!tail_rows.is_none()) b.tail_rows = copy_array<int32_t>(tail_rows, kSource, "/requests/tail_rows", {q});
-  b.compress_len = copy_array<int32_t>(compress_len, kSource, "/rows/compress_len", {-1});
-  b.pool = copy_array<uint8_t>(pool, kSource, "/index_k/pool", {-1, -1}, &shape);
+  if (!tail_rows.is_none()) b.tail_rows = copy_array<int32_t>(tail_rows, kFromArrays, "/requests/tail_rows", {q});
+  b.compress_len = copy_array<int32_t>(compress_len, kFromArrays, "/rows/compress_len", {-1});
+  b.pool = copy_array<uint8_t>(pool, kFromArrays, "/index_k/pool", {-1, -1}, &shape);
   b.pages = shape[0];
   if (shape[1] % kSlotBytes != 0)
-    throw InputError(kSource, "/index_k/pool", "row width " + std::to_string(shape[1]) + " is not page_size * 68");
+    throw InputError(kFromArrays, "/index_k/pool", "row width " + std::to_string(shape[1]) + " is not page_size * 68");
   b.page_size = int(shape[1] / kSlotBytes);
   const py::ssize_t r = py::ssize_t(b.compress_len.size());
   for (py::handle item : layers) {
@@ -45,14 +45,14 @@ std::shared_ptr<Batch> from_arrays(const py::dict& attrs, py::handle num_rows, p
     const std::string where = "/layers/" + std::to_string(layer.id);
     bool ok = false;
     layer.role = parse_role(t[1].cast<std::string>(), &ok);
-    if (!ok) throw InputError(kSource, where, "role '" + t[1].cast<std::string>() + "' is not source, consumer or plain");
-    layer.q = copy_array<uint8_t>(t[2], kSource, where + "/q", {r, kHeads, kPackedDim});
-    layer.q_scale = copy_array<uint8_t>(t[3], kSource, where + "/q_scale", {r, kHeads, kScaleGroups});
-    layer.weights = copy_array<float>(t[4], kSource, where + "/weights", {r, kHeads});
+    if (!ok) throw InputError(kFromArrays, where, "role '" + t[1].cast<std::string>() + "' is not source, consumer or plain");
+    layer.q = copy_array<uint8_t>(t[2], kFromArrays, where + "/q", {r, kHeads, kPackedDim});
+    layer.q_scale = copy_array<uint8_t>(t[3], kFromArrays, where + "/q_scale", {r, kHeads, kScaleGroups});
+    layer.weights = copy_array<float>(t[4], kFromArrays, where + "/weights", {r, kHeads});
     b.layers.push_back(std::move(layer));
   }
   std::sort(b.layers.begin(), b.layers.end(), [](const Layer& x, const Layer& y) { return x.id < y.id; });
-  validate_batch(b, kSource);
+  validate_batch(b, kFromArrays);
   b.finalize();
   return batch;
 }

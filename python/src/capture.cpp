@@ -9,22 +9,22 @@
 namespace dsa::py_bind {
 namespace {
 
-const char* kSource = "capture";
+const char* kCapture = "capture";
 
 void check_group_name(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || name.find(':') != std::string::npos)
-    throw InputError(kSource, "/outputs/" + name, "an output name must be non-empty, without '/' or ':'");
+    throw InputError(kCapture, "/outputs/" + name, "an output name must be non-empty, without '/' or ':'");
 }
 
 // A copy of `batch` holding `outputs` (dicts as Outputs._to_dict() makes them) as recorded outputs.
 std::shared_ptr<Batch> with_outputs(const Batch& batch, const py::list& outputs) {
   auto out = std::make_shared<Batch>(batch);
   for (py::handle item : outputs) {
-    Results results = results_from_dict(batch, item.cast<py::dict>(), kSource);
+    Results results = results_from_dict(batch, item.cast<py::dict>(), kCapture);
     check_group_name(results.name);
     if (out->outputs.count(results.name))
-      throw InputError(kSource, "/outputs/" + results.name, "recorded twice");
-    validate_results(batch, results, kSource);
+      throw InputError(kCapture, "/outputs/" + results.name, "recorded twice");
+    validate_results(batch, results, kCapture);
     out->outputs[results.name] = std::move(results);
   }
   return out;
