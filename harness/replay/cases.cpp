@@ -110,11 +110,18 @@ WorstRow worst_row(const RowFigure& f, const Batch& batch, const Layer* layer) {
   std::vector<float> scores;
   if (layer && f.row >= 0 && f.row < batch.rows()) scores = row_scores(batch, *layer, f.row);
   if (!scores.empty()) {
-    // Reference order: larger score first, then smaller position.
+    // Reference order: larger score first, then smaller position. Only ranks up to k + 2 are
+    // shown, so those are placed and sorted, not the whole row (262144 positions on chunk-256k).
+    const auto before = [&](int a, int b) {
+      const float sa = scores[size_t(a)], sb = scores[size_t(b)];
+      return sa > sb || (!(sb > sa) && a < b);
+    };
     std::vector<int> rank(scores.size());
     std::iota(rank.begin(), rank.end(), 0);
-    std::stable_sort(rank.begin(), rank.end(), [&](int a, int b) { return scores[size_t(a)] > scores[size_t(b)]; });
     const int k = std::min<int>(batch.topk, int(scores.size()));
+    const auto shown = rank.begin() + std::min<long>(long(rank.size()), long(k) + 3);
+    std::nth_element(rank.begin(), shown - 1, rank.end(), before);
+    std::sort(rank.begin(), shown, before);
     w.kth_score = scores[size_t(rank[size_t(k - 1)])];
     for (int i = std::max(0, k - 4); i < std::min<int>(int(rank.size()), k + 3); ++i)
       w.around_kth.push_back(scored(rank[size_t(i)], scores, w.kth_score));
