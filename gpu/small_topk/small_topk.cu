@@ -43,7 +43,9 @@ static_assert(kPer == 8 && kBins == kThreads, "eight chunks (a 64-bit pick mask)
 struct RowSmem {
   uint4 keys[kChunks];         // the row's bf16 scores as copied, then their ordered keys
   int32_t table[kTopkBlocks];  // the row's blocks: column c is position table[c / 8] * 8 + c % 8
-  int hist[kBins + 4];  // bin kBins: the window's count of the keys under it, never read
+  // under[3], bin -1 of hist: the window's count of the keys under it, never read.
+  alignas(16) int under[4];
+  int hist[kBins + 4];
   uint32_t warp_value[kWarps];
   uint32_t found_bin;  // find_bin's answer: the bin, or kBins when the counts fall short
   int found_above;     // how many counted keys lie in the bins above it
@@ -179,19 +181,22 @@ __device__ __forceinline__ void count_keys(RowSmem& sm, Bin bin, Take take) {
   __syncthreads();
 }
 
-// hist[key - base] += 1 for the keys in the window, hist[kBins] for the others: no predicate, one
-// min a key (run 135: 6 % faster than count_keys' predicated form).
+// hist[key - base] += 1 for the keys in the window, hist[-1] (sm.under) for the others: each key
+// clamped from below to base - 1 (a packed max a pair) and its bin's address one shift-add from
+// the key itself, no predicate. kRaw: the row holds raw bits (signed order, base >= 1).
+template <bool kRaw>
 __device__ __forceinline__ void count_window(RowSmem& sm, uint32_t base) {
-  const uint32_t hist = uint32_t(__cvta_generic_to_shared(sm.hist));
+  const uint32_t at = uint32_t(__cvta_generic_to_shared(sm.hist)) - 4u * base;  // hist[key - base] is at + 4 key
+  const uint32_t floor2 = (base - 1u) * 0x10001u;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const uint4 v = sm.keys[chunk_of(j)];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const uint32_t lo = min((w[q] & 0xFFFFu) - base, uint32_t(kBins)), hi = min((w[q] >> 16) - base, uint32_t(kBins));
-      asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hist + 4 * lo) : "memory");
-      asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hist + 4 * hi) : "memory");
+      const uint32_t c = kRaw ? max_s16x2(w[q], floor2) : max_u16x2(w[q], floor2);
+      asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(at + 4u * (c & 0xFFFFu)) : "memory");
+      asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(at + 4u * (c >> 16)) : "memory");
     }
   }
   __syncthreads();
@@ -237,8 +242,9 @@ __device__ __forceinline__ void find_bin(RowSmem& sm, int remaining) {
 
 // The bin of the k-th largest key among the kBins values from base up (the key is base + bin),
 // or kBins when it lies lower, by one count of the window; a barrier after.
+template <bool kRaw>
 __device__ __forceinline__ uint32_t window_bin(RowSmem& sm, uint32_t base, int k) {
-  count_window(sm, base);
+  count_window<kRaw>(sm, base);
   find_bin(sm, k);
   return sm.found_bin;
 }
@@ -246,7 +252,7 @@ __device__ __forceinline__ uint32_t window_bin(RowSmem& sm, uint32_t base, int k
 // The k-th largest key of the row (n > k keys; m: the largest).
 __device__ __forceinline__ uint32_t kth_key(RowSmem& sm, uint32_t m, int k) {
   const uint32_t base = m > uint32_t(kBins) ? m - uint32_t(kBins - 1) : 1u;  // never the padding's 0
-  const uint32_t bin = window_bin(sm, base, k);
+  const uint32_t bin = window_bin<false>(sm, base, k);
   if (bin < kBins) return base + bin;
   // Under the window: the high byte, then the low byte among the keys with that high byte.
   count_keys(sm, [](uint32_t key) { return key >> 8; }, [](uint32_t key) { return key != 0; });
@@ -338,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, 5)
   uint32_t T = 0;
   if (top >= kBins) {
     const uint32_t base = uint32_t(top - (kBins - 1));  // >= 1: +0 and every negative fall below
-    const uint32_t bin = window_bin(sm, base, k);
+    const uint32_t bin = window_bin<true>(sm, base, k);
     raw = bin < kBins;
     T = base + bin;
   }

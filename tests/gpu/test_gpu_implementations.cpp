@@ -553,8 +553,8 @@ TEST_CASE("gpu-sparse: the source layer in row chunks gives the whole run's answ
   }
 }
 
-// Stores skipped (DSA_DENSE_SKIP=1, gpu/dense_logits/dense_wgmma.cuh): the source's dense kernel
-// leaves the scores of blocks below a row's running bound unstored. 512 rows of about 62000
+// Stores skipped (the default; DSA_DENSE_SKIP=0 stores every score; gpu/dense_logits/dense_wgmma.cuh):
+// the source's dense kernel leaves the scores of blocks below a row's running bound unstored. 512 rows of about 62000
 // positions make 1024 dense blocks, more than a wave, so later blocks read raised bounds; every
 // 97th key is wide (the wide pass then writes the whole block). Whole and in chunks of 400 rows.
 TEST_CASE("gpu-sparse: the source's dense stores skipped below the rows' bounds give the same answers") {
@@ -565,8 +565,11 @@ TEST_CASE("gpu-sparse: the source's dense stores skipped below the rows' bounds 
   spec.tails = {0};
   const Batch b = make_batch(spec, 29);
   const RunOptions o;  // no scores: --scores stores every score
-  const Results stored = gpu::make_gpu_sparse()->run(b, o);
-  const ScopedEnv skip("DSA_DENSE_SKIP", "1");
+  const Results stored = [&] {
+    const ScopedEnv store_all("DSA_DENSE_SKIP", "0");
+    return gpu::make_gpu_sparse()->run(b, o);
+  }();
+  CHECK(stored.notes.find("dense scores left unstored") == std::string::npos);
   for (const char* rows : {"0", "400"}) {
     INFO("DSA_SOURCE_CHUNK_ROWS=" << rows << " (0: whole)");
     const ScopedEnv chunk("DSA_SOURCE_CHUNK_ROWS", rows);
