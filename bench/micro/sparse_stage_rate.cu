@@ -1,0 +1,401 @@
+// Micro-benchmark: the sparse logits step (gpu/sparse_logits/sparse_wgmma.cu) fed from a staged
+// union of adjacent rows' blocks instead of gathered from L2 per row.
+//
+// Why: the consumer's wgmma kernel gathers 34 GB of key records from L2 a consumer on
+// chunk-256k (16384 rows x 2048 blocks x 1 KB), about 5 ms at the measured L2 read ceiling of
+// 6.9 TB/s (H100), and takes 5.0-5.3 ms: the target of 2.5 ms cannot be met while every row
+// fetches its own records. Adjacent rows of one request share blocks, so a CTA of four rows can
+// copy the union of their lists once into shared memory (bulk copies, in windows of W union
+// blocks through a ring) and each warpgroup read its row's A fragments from there. Before a
+// kernel is built on it, this measures what that does to the step's time, with the step's own
+// instructions: four wgmma m64n32k32 (A from registers, B = one row's 32 heads in shared memory),
+// the epilogue of chain_scores (two IMAD and an FADD a head cell, a relu-convert and a bf16 FMA
+// per two), the two-steps-ahead loads and one 32-bit store a lane.
+//
+//   gather: today's layout. One warpgroup a row, four CTAs an SM, each lane loading its 16-byte
+//           fragments of the step's blocks from global memory two steps ahead.
+//   staged: four warpgroups (rows r..r+3) a CTA, one CTA an SM. The CTA builds the union of the
+//           four lists (a bitmap over the request's 32768 blocks, a scan of its words), numbers
+//           each list entry by its rank in the union, and streams the union in windows of kWin
+//           blocks (1 KB of keys + 32 bytes of scales each) through kRing slots. A warp waits for
+//           the windows of the step it loads, and releases a window once its next step starts
+//           past it; the sixteenth warp to release a window starts the copy of the window kRing
+//           further into the freed slot (one block a lane). Loads are shared-memory reads.
+//
+// Lists: 16384 rows (a chunk-256k consumer), each 2048 sorted blocks of a 32768-block request.
+// Every 16 rows draw their blocks from one set of U16 x 2048 blocks (generated data: the union of
+// 16 adjacent rows is about 4.9 x 2048), so four rows' union is about 2.9 x 2048 here (2.4 in
+// generated data: this model is a little pessimistic for the staged form). The scores are
+// not checked: operands are random bytes and the output is a timing sink.
+// Build and run on the device (repo root):
+//   nvcc -std=c++17 -O3 -I. --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a bench/micro/sparse_stage_rate.cu -o /tmp/ssr && /tmp/ssr
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <cub/block/block_scan.cuh>
+
+#include "bench/micro/micro_common.cuh"
+#include "gpu/common/bf16.cuh"
+#include "gpu/common/mbarrier.cuh"
+#include "gpu/common/swizzle.cuh"
+
+using namespace dsa::gpu;
+
+constexpr int kRows = 16384;
+constexpr int kList = 2048;        // blocks a row
+constexpr int kPool = 32768;       // blocks of the request (262144 positions)
+constexpr int kRecord = 1024;      // key bytes a block
+constexpr int kSteps = kList / 8;  // 64 keys a step
+constexpr int kPad = 24;           // list entries past the end: steps load two ahead
+constexpr int kGroupRows = 4;      // rows a staged CTA
+constexpr int kWin = 32;           // union blocks a window
+constexpr int kRing = 4;           // windows in shared memory
+constexpr int kMaxUnion = kGroupRows * kList;
+constexpr int kMaxWin = kMaxUnion / kWin;
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SSR_WGMMA 1
+#endif
+
+__device__ __forceinline__ uint32_t desc_lo(uint32_t smem) { return (smem & 0x3FFFF) >> 4; }
+constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
+
+template <int kAccumulate, int kOffB>
+__device__ __forceinline__ void wgmma_rs(int (&d)[16], const uint4& a, uint32_t b) {
+#ifdef SSR_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\n.reg .b32 bl;\n.reg .b64 db;\nsetp.ne.b32 p, %21, 0;\n"
+      "add.u32 bl, %20, %22;\nmov.b64 db, {bl, %23};\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15}, {%16, %17, %18, %19}, db, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b), "n"(kAccumulate), "n"(kOffB), "n"(kDescHi));
+#endif
+}
+
+__device__ __forceinline__ void pin(int (&d)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+struct StepA {
+  uint4 f[4];
+  float2 sk;
+};
+
+__device__ __forceinline__ void keep(const StepA& k) {
+#pragma unroll
+  for (int gr = 0; gr < 4; ++gr)
+    asm volatile("" ::"r"(k.f[gr].x), "r"(k.f[gr].y), "r"(k.f[gr].z), "r"(k.f[gr].w) : "memory");
+}
+
+struct Consts {
+  int ma[8], mb[8];
+  uint32_t w2[8];
+};
+
+// chain_scores of sparse_wgmma.cu: the same instructions on the same registers.
+__device__ __forceinline__ uint32_t chain(const int (&da)[16], const int (&db)[16], const Consts& r, uint32_t sk2) {
+  uint32_t acc = 0;
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const int e = 4 * (s >> 1) + (s & 1);
+    float f[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int bits = da[e + 2 * k] * r.ma[s] + (db[e + 2 * k] * r.mb[s] + 0x4B000000);
+      f[k] = __fadd_rn(__int_as_float(bits), -0x1p23f);
+    }
+    acc = hw_fma_bf16x2(hw_relu_bf16x2(f[0], f[1]), r.w2[s], acc);
+  }
+  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 2));
+  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));
+  return hw_fma_bf16x2(acc, sk2, 0x80008000u);
+}
+
+__device__ __forceinline__ void load_consts(Consts& r, int row) {
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const uint32_t h = mix32(uint32_t(row) * 64u + s * 8u + (threadIdx.x & 3));
+    r.ma[s] = int(h & 15) + 1;
+    r.mb[s] = int((h >> 4) & 15) + 1;
+    const uint32_t w = 0x3C00u | ((h >> 8) & 0x7Fu);  // a bf16 near 2^-7
+    r.w2[s] = w | (w << 16);
+  }
+}
+
+// The row's B (its 32 heads x 128 int8), random bytes in the 128-byte-swizzled layout.
+__device__ __forceinline__ void stage_query(uint8_t* q, int row) {
+  const int i = threadIdx.x & 127, c = i >> 2, chunk = (i & 3) * 2;
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const uint32_t h = mix32(uint32_t(row) * 4096u + uint32_t(i) * 2u + k);
+    *reinterpret_cast<uint4*>(q + swizzled_offset(c, chunk + k)) = make_uint4(h, h * 3u, h * 5u, h * 7u);
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// One step (A in a[kBuf]): the k-steps, step u + 2's loads into the same registers, the scores.
+template <int kBuf, class Loader>
+__device__ __forceinline__ void run_step(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out, int u,
+                                         StepA (&a)[2]) {
+  int da[16], db[16];
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  wgmma_rs<0, 0>(da, a[kBuf].f[0], dq);
+  wgmma_rs<1, 2>(da, a[kBuf].f[1], dq);
+  wgmma_rs<1, 4>(da, a[kBuf].f[2], dq);
+  wgmma_rs<0, 6>(db, a[kBuf].f[3], dq);
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  const float2 sk = a[kBuf].sk;
+  const uint32_t sk2 = __byte_perm(__float_as_uint(sk.x), __float_as_uint(sk.y), 0x7632);
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  pin(da);
+  pin(db);
+  keep(a[kBuf]);
+  ld.done_with(u);
+  ld.load(a[kBuf], u + 2);
+  const uint32_t sc = chain(da, db, r, sk2);
+  if ((threadIdx.x & 3) == 0) *reinterpret_cast<uint32_t*>(out + 64 * u) = sc;
+}
+
+template <class Loader>
+__device__ __forceinline__ void row_steps(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out) {
+  StepA a[2];
+  ld.load(a[0], 0);
+  ld.load(a[1], 1);
+  for (int u = 0; u < kSteps; u += 2) {
+    run_step<0>(ld, r, dq, out, u, a);
+    run_step<1>(ld, r, dq, out, u + 1, a);
+  }
+}
+
+// The lane's output: keys 2p, 2p + 1 of its block of each step.
+__device__ __forceinline__ uint16_t* lane_out(uint16_t* out, int row) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2;
+  return out + int64_t(row) * (kList * 8) + 8 * (2 * w + (g >> 2)) + 2 * (g & 3);
+}
+
+// gather: fragments from global memory, as the kernel does today.
+struct GatherLoader {
+  const uint4* frag;     // pool + this lane's 16-byte slot
+  const float2* scale;   // scales + keys 2p, 2p + 1
+  const int32_t* ids;    // the row's list (shared memory), entry 2w + lane / 16 of step 0
+  __device__ void load(StepA& k, int u) const {
+    const int id = ids[8 * u];
+    const uint4* f = frag + int64_t(id) * (kRecord / 16);
+#pragma unroll
+    for (int gr = 0; gr < 4; ++gr) k.f[gr] = __ldg(f + 16 * gr);
+    k.sk = __ldg(scale + int64_t(id) * 4);
+  }
+  __device__ void done_with(int) const {}
+};
+
+__global__ void __launch_bounds__(128, 4)
+    gather_kernel(const uint8_t* pool, const float* scales, const int32_t* lists, uint16_t* out) {
+  __shared__ __align__(1024) uint8_t q[32 * 128 + 1024];
+  __shared__ int32_t ids[kList + kPad];
+  uint8_t* qa = q + ((1024 - (unsigned(__cvta_generic_to_shared(q)) & 1023)) & 1023);
+  const int row = blockIdx.x;
+  for (int i = threadIdx.x; i < kList + kPad; i += 128) ids[i] = lists[int64_t(row) * kList + min(i, kList - 1)];
+  stage_query(qa, row);
+  __syncthreads();
+  Consts r;
+  load_consts(r, row);
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2;
+  GatherLoader ld{reinterpret_cast<const uint4*>(pool) + (lane & 15),
+                  reinterpret_cast<const float2*>(scales) + 2 * (g & 3), ids + 2 * w + (g >> 2)};
+  row_steps(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(qa))), lane_out(out, row));
+}
+
+// staged: the CTA's shared memory.
+struct alignas(1024) StageSmem {
+  uint8_t q[kGroupRows][32 * 128];             // each warpgroup's B
+  uint8_t keys[kRing][kWin][kRecord];          // the ring of windows
+  float2 sk[kRing][kWin][4];                   // their blocks' scales
+  uint16_t rank[kGroupRows][kList + kPad];     // each list entry's rank in the union
+  uint16_t union_ids[kMaxUnion];               // the union, ascending
+  uint32_t bits[kPool / 32];                   // the union as a bitmap
+  int word_base[kPool / 32];                   // the rank of each word's first union block
+  int released[kMaxWin];                       // warps done with each window
+  uint64_t full[kRing];
+  cub::BlockScan<int, 512>::TempStorage scan;
+  int nunion;
+};
+
+// Starts window w's copy into its slot: one block a lane (lane < kWin).
+__device__ __forceinline__ void fetch_window(StageSmem& sm, const uint8_t* pool, const float* scales, int w) {
+  const int lane = threadIdx.x & 31, slot = w % kRing, first = w * kWin;
+  const int n = min(kWin, sm.nunion - first);
+  if (lane == 0) mbar_expect(&sm.full[slot], unsigned(n) * (kRecord + 32));
+  __syncwarp();
+  for (int b = lane; b < n; b += 32) {
+    const int id = sm.union_ids[first + b];
+    bulk_copy(sm.keys[slot][b], pool + int64_t(id) * kRecord, kRecord, &sm.full[slot]);
+    bulk_copy(sm.sk[slot][b], scales + int64_t(id) * 8, 32, &sm.full[slot]);
+  }
+}
+
+struct StagedLoader {
+  StageSmem* sm;
+  const uint8_t* pool;
+  const float* scales;
+  const uint16_t* rank;  // the row's ranks, entry 2w + lane / 16 of step 0
+  const uint16_t* step_rank;  // the row's ranks (entry 0)
+  int nwin;
+  int waited;    // windows this warp has waited for: 0..waited - 1
+  int released;  // windows this warp has released: 0..released - 1
+  int slot16, pair;  // this lane's 16-byte slot in a record, its key pair
+
+  __device__ void wait_through(int w) {
+    for (; waited <= w; ++waited) mbar_wait(&sm->full[waited % kRing], unsigned(waited / kRing) & 1u);
+  }
+  __device__ void release_below(int w) {
+    for (; released < w; ++released) {
+      int last = 0;
+      if ((threadIdx.x & 31) == 0) last = atomicAdd(&sm->released[released], 1) == 15;
+      last = __shfl_sync(0xFFFFFFFFu, last, 0);
+      if (last && released + kRing < nwin) fetch_window(*sm, pool, scales, released + kRing);
+    }
+  }
+  __device__ void load(StepA& k, int u) {
+    wait_through(step_rank[8 * u + 7] / kWin);  // the step's last entry has its highest rank
+    const int rk = rank[8 * u], slot = (rk / kWin) % kRing, b = rk % kWin;
+    const uint4* f = reinterpret_cast<const uint4*>(sm->keys[slot][b]) + slot16;
+#pragma unroll
+    for (int gr = 0; gr < 4; ++gr) k.f[gr] = f[16 * gr];
+    k.sk = sm->sk[slot][b][pair];
+  }
+  // After step u's wgmma: the windows below step u + 1's first entry are no longer read.
+  __device__ void done_with(int u) { release_below(step_rank[8 * (u + 1)] / kWin); }
+  __device__ void finish() { release_below(nwin); }
+};
+
+__global__ void __launch_bounds__(512, 1)
+    staged_kernel(const uint8_t* pool, const float* scales, const int32_t* lists, uint16_t* out) {
+  extern __shared__ __align__(1024) uint8_t raw[];
+  StageSmem& sm = *reinterpret_cast<StageSmem*>(raw + ((1024 - (unsigned(__cvta_generic_to_shared(raw)) & 1023)) & 1023));
+  const int row0 = blockIdx.x * kGroupRows, tid = threadIdx.x;
+  // The union: a bitmap of the four lists, a scan of its words' counts, each id's rank.
+  for (int i = tid; i < kPool / 32; i += 512) sm.bits[i] = 0;
+  for (int i = tid; i < kMaxWin; i += 512) sm.released[i] = 0;
+  __syncthreads();
+  for (int i = tid; i < kGroupRows * kList; i += 512) {
+    const int id = lists[int64_t(row0) * kList + i];
+    atomicOr(&sm.bits[id >> 5], 1u << (id & 31));
+  }
+  __syncthreads();
+  const uint32_t w0 = sm.bits[2 * tid], w1 = sm.bits[2 * tid + 1];
+  int base, total;
+  cub::BlockScan<int, 512>(sm.scan).ExclusiveSum(__popc(w0) + __popc(w1), base, total);
+  sm.word_base[2 * tid] = base;
+  sm.word_base[2 * tid + 1] = base + __popc(w0);
+  for (uint32_t m = w0; m; m &= m - 1) sm.union_ids[base++] = uint16_t(64 * tid + __ffs(m) - 1);
+  for (uint32_t m = w1; m; m &= m - 1) sm.union_ids[base++] = uint16_t(64 * tid + 32 + __ffs(m) - 1);
+  if (tid == 0) sm.nunion = total;
+  __syncthreads();
+  // Each entry's rank: its word's base and the word's bits below it. Entries past the list
+  // repeat its last (their window is already needed).
+  for (int i = tid; i < kGroupRows * (kList + kPad); i += 512) {
+    const int r = i / (kList + kPad), e = min(i % (kList + kPad), kList - 1);
+    const int id = lists[int64_t(row0 + r) * kList + e];
+    const uint32_t below = sm.bits[id >> 5] & ((1u << (id & 31)) - 1u);
+    sm.rank[r][i % (kList + kPad)] = uint16_t(sm.word_base[id >> 5] + __popc(below));
+  }
+  const int nwin = (total + kWin - 1) / kWin;
+  if (tid < kRing) mbar_init(&sm.full[tid], 1);
+  __syncthreads();
+  if (tid < 32)
+    for (int w = 0; w < kRing && w < nwin; ++w) fetch_window(sm, pool, scales, w);
+  const int grp = tid >> 7, row = row0 + grp;
+  stage_query(sm.q[grp], row);
+  __syncthreads();
+  Consts r;
+  load_consts(r, row);
+  const int lane = tid & 31, w = (tid >> 5) & 3, g = lane >> 2;
+  StagedLoader ld{&sm, pool, scales, &sm.rank[grp][2 * w + (g >> 2)], sm.rank[grp], nwin, 0, 0, lane & 15, g & 3};
+  row_steps(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(sm.q[grp]))), lane_out(out, row));
+  ld.finish();
+}
+
+__global__ void fill(uint32_t* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = mix32(uint32_t(i) * 2654435761u + seed);
+}
+
+__global__ void fill_scales(float* p, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = ldexpf(1.0f, -int(mix32(uint32_t(i)) % 8));  // powers of two, never zero
+}
+
+// Lists of kRows rows: every 16 rows pick their 2048 blocks from one set of u16 * 2048 blocks.
+std::vector<int32_t> make_lists(double u16, uint64_t seed, double* union4) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> lists(size_t(kRows) * kList);
+  std::vector<int32_t> all(kPool);
+  std::iota(all.begin(), all.end(), 0);
+  const int nset = std::min(kPool, int(u16 * kList));
+  double sum4 = 0;
+  for (int g = 0; g < kRows / 16; ++g) {
+    std::shuffle(all.begin(), all.end(), rng);
+    std::vector<int32_t> set(all.begin(), all.begin() + nset);
+    for (int r = 0; r < 16; ++r) {
+      std::shuffle(set.begin(), set.end(), rng);
+      int32_t* row = &lists[size_t(g * 16 + r) * kList];
+      std::copy(set.begin(), set.begin() + kList, row);
+      std::sort(row, row + kList);
+    }
+    for (int q = 0; q < 16; q += kGroupRows) {
+      std::vector<int32_t> u(&lists[size_t(g * 16 + q) * kList], &lists[size_t(g * 16 + q + kGroupRows) * kList]);
+      std::sort(u.begin(), u.end());
+      sum4 += double(std::unique(u.begin(), u.end()) - u.begin()) / kList;
+    }
+  }
+  *union4 = sum4 / (kRows / kGroupRows);
+  return lists;
+}
+
+int main() {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  uint8_t* pool = nullptr;
+  float* scales = nullptr;
+  int32_t* lists = nullptr;
+  uint16_t* out = nullptr;
+  cudaMalloc(&pool, size_t(kPool + 16) * kRecord);
+  cudaMalloc(&scales, size_t(kPool + 16) * 8 * sizeof(float));
+  cudaMalloc(&lists, size_t(kRows) * kList * sizeof(int32_t));
+  cudaMalloc(&out, size_t(kRows) * kList * 8 * sizeof(uint16_t));
+  fill<<<1024, 256>>>(reinterpret_cast<uint32_t*>(pool), size_t(kPool + 16) * kRecord / 4, 17u);
+  fill_scales<<<1024, 256>>>(scales, size_t(kPool + 16) * 8);
+  const size_t smem = sizeof(StageSmem) + 1024;
+  if (cudaFuncSetAttribute(staged_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
+    std::printf("staged_kernel: %zu bytes of shared memory refused\n", smem);
+    return 1;
+  }
+  std::printf("%d SMs; staged: %d rows a CTA, windows of %d blocks, %d in the ring, %zu bytes of shared memory\n",
+              sms, kGroupRows, kWin, kRing, smem);
+  std::printf("%-6s %-14s %-10s %-10s %-14s\n", "U16", "union of 4", "gather ms", "staged ms", "gathered GB");
+  for (double u16 : {4.9, 3.0, 1.5}) {
+    double union4 = 0;
+    const std::vector<int32_t> host = make_lists(u16, 42, &union4);
+    cudaMemcpy(lists, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+    const float g = best_ms([&] { gather_kernel<<<kRows, 128>>>(pool, scales, lists, out); }, 3);
+    const float s = best_ms([&] { staged_kernel<<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
+    const cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) {
+      std::printf("error: %s\n", cudaGetErrorString(err));
+      return 1;
+    }
+    std::printf("%-6.1f %-14.2f %-10.3f %-10.3f %-14.1f\n", u16, union4, g, s,
+                double(kRows) * kList * (kRecord + 32) / 1e9);
+  }
+  return 0;
+}
