@@ -119,11 +119,11 @@ WorstRow worst_row(const RowFigure& f, const Batch& batch, const Layer* layer) {
     std::vector<int> rank(scores.size());
     std::iota(rank.begin(), rank.end(), 0);
     const int k = std::min<int>(batch.topk, int(scores.size()));
-    const auto shown = rank.begin() + std::min<long>(long(rank.size()), long(k) + 3);
-    std::nth_element(rank.begin(), shown - 1, rank.end(), before);
-    std::sort(rank.begin(), shown, before);
+    const int nshown = std::min<int>(int(rank.size()), k + 3);
+    std::nth_element(rank.begin(), rank.begin() + (nshown - 1), rank.end(), before);
+    std::sort(rank.begin(), rank.begin() + nshown, before);
     w.kth_score = scores[size_t(rank[size_t(k - 1)])];
-    for (int i = std::max(0, k - 4); i < std::min<int>(int(rank.size()), k + 3); ++i)
+    for (int i = std::max(0, k - 4); i < nshown; ++i)
       w.around_kth.push_back(scored(rank[size_t(i)], scores, w.kth_score));
   }
   for (int p : f.missed) w.missed.push_back(scored(p, scores, w.kth_score));
