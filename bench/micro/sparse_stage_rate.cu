@@ -56,8 +56,6 @@ constexpr int kPad = 24;           // list entries past the end: steps load two 
 constexpr int kGroupRows = 4;      // rows a staged CTA
 constexpr int kWin = 32;           // union blocks a window
 constexpr int kRing = 4;           // windows in shared memory
-constexpr int kMaxUnion = kGroupRows * kList;
-constexpr int kMaxWin = kMaxUnion / kWin;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define SSR_WGMMA 1
@@ -214,39 +212,83 @@ __global__ void __launch_bounds__(128, 4)
   row_steps(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(qa))), lane_out(out, row));
 }
 
-// staged: the CTA's shared memory.
+// staged: the CTA's shared memory (kCluster CTAs of one cluster hold the same union and ring).
 struct alignas(1024) StageSmem {
   uint8_t q[kGroupRows][32 * 128];             // each warpgroup's B
   uint8_t keys[kRing][kWin][kRecord];          // the ring of windows
   float2 sk[kRing][kWin][4];                   // their blocks' scales
   uint16_t rank[kGroupRows][kList + kPad];     // each list entry's rank in the union
-  uint16_t union_ids[kMaxUnion];               // the union, ascending
-  uint32_t bits[kPool / 32];                   // the union as a bitmap
+  uint32_t bits[kPool / 32];                   // the union as a bitmap (the cluster's)
+  uint32_t own_bits[kPool / 32];               // this CTA's rows' blocks
   int word_base[kPool / 32];                   // the rank of each word's first union block
-  int released[kMaxWin];                       // warps done with each window
+  int released[kPool / kWin];                  // this CTA's warps done with each window
+  int cluster_released[kPool / kWin];          // (rank 0's) CTAs done with each window
   uint64_t full[kRing];
   cub::BlockScan<int, 512>::TempStorage scan;
   int nunion;
 };
 
-// Starts window w's copy into its slot: one block a lane (lane < kWin).
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The same shared variable in CTA `rank` of the cluster (a generic address).
+template <class T>
+__device__ __forceinline__ T* in_cta(T* p, uint32_t rank) {
+  uint64_t q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+  return reinterpret_cast<T*>(q);
+}
+
+// The union block of rank r: the word whose base is the last one <= r, its (r - base)-th set bit.
+__device__ __forceinline__ int union_id(const StageSmem& sm, int r) {
+  int lo = 0, hi = kPool / 32 - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (sm.word_base[mid] <= r) lo = mid; else hi = mid - 1;
+  }
+  return 32 * lo + int(__fns(sm.bits[lo], 0, r - sm.word_base[lo] + 1));
+}
+
+// Arms this CTA's barrier of window w (its bytes, from whichever CTA copies it).
+__device__ __forceinline__ void arm_window(StageSmem& sm, int w) {
+  const int n = min(kWin, sm.nunion - w * kWin);
+  mbar_expect(&sm.full[w % kRing], unsigned(n) * (kRecord + 32));
+}
+
+// Copies window w into its slot of every CTA of the cluster: one block a lane.
+template <int kCluster>
 __device__ __forceinline__ void fetch_window(StageSmem& sm, const uint8_t* pool, const float* scales, int w) {
   const int lane = threadIdx.x & 31, slot = w % kRing, first = w * kWin;
   const int n = min(kWin, sm.nunion - first);
-  if (lane == 0) mbar_expect(&sm.full[slot], unsigned(n) * (kRecord + 32));
-  __syncwarp();
   for (int b = lane; b < n; b += 32) {
-    const int id = sm.union_ids[first + b];
-    bulk_copy(sm.keys[slot][b], pool + int64_t(id) * kRecord, kRecord, &sm.full[slot]);
-    bulk_copy(sm.sk[slot][b], scales + int64_t(id) * 8, 32, &sm.full[slot]);
+    const int id = union_id(sm, first + b);
+    if constexpr (kCluster == 1) {
+      bulk_copy(sm.keys[slot][b], pool + int64_t(id) * kRecord, kRecord, &sm.full[slot]);
+      bulk_copy(sm.sk[slot][b], scales + int64_t(id) * 8, 32, &sm.full[slot]);
+    } else {
+      const uint16_t mask = (1u << kCluster) - 1u;
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n"
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%5], [%6], %7, [%3], %4;" ::"r"(
+              smem_addr(sm.keys[slot][b])),
+          "l"(pool + int64_t(id) * kRecord), "r"(kRecord), "r"(smem_addr(&sm.full[slot])), "h"(mask),
+          "r"(smem_addr(sm.sk[slot][b])), "l"(scales + int64_t(id) * 8), "r"(32)
+          : "memory");
+    }
   }
 }
 
+template <int kCluster>
 struct StagedLoader {
   StageSmem* sm;
   const uint8_t* pool;
   const float* scales;
-  const uint16_t* rank;  // the row's ranks, entry 2w + lane / 16 of step 0
+  const uint16_t* rank;       // the row's ranks, entry 2w + lane / 16 of step 0
   const uint16_t* step_rank;  // the row's ranks (entry 0)
   int nwin;
   int waited;    // windows this warp has waited for: 0..waited - 1
@@ -256,17 +298,37 @@ struct StagedLoader {
   __device__ void wait_through(int w) {
     for (; waited <= w; ++waited) mbar_wait(&sm->full[waited % kRing], unsigned(waited / kRing) & 1u);
   }
+  // The sixteenth warp of a CTA to release window w arms the CTA's barrier for window w + kRing
+  // (its phase for w is complete: every warp waited for it); the last CTA to do so copies it.
   __device__ void release_below(int w) {
     for (; released < w; ++released) {
       int last = 0;
-      if ((threadIdx.x & 31) == 0) last = atomicAdd(&sm->released[released], 1) == 15;
+      const int next = released + kRing;
+      if ((threadIdx.x & 31) == 0 && atomicAdd(&sm->released[released], 1) == 15) {
+        if (next < nwin) arm_window(*sm, next);
+        last = kCluster == 1 || atomicAdd(in_cta(&sm->cluster_released[released], 0), 1) == kCluster - 1;
+      }
       last = __shfl_sync(0xFFFFFFFFu, last, 0);
-      if (last && released + kRing < nwin) fetch_window(*sm, pool, scales, released + kRing);
+      if (last && next < nwin) fetch_window<kCluster>(*sm, pool, scales, next);
     }
   }
+  // Step u's fragments (called after step u - 2's wgmma, which released the windows below step
+  // u - 1's first entry). This warp can wait only for windows below that one + kRing: a later
+  // one needs a window this warp still holds released first. A block further on (rows whose 16
+  // entries from step u - 1 on span more than kRing windows) is read from global memory.
   __device__ void load(StepA& k, int u) {
-    wait_through(step_rank[8 * u + 7] / kWin);  // the step's last entry has its highest rank
-    const int rk = rank[8 * u], slot = (rk / kWin) % kRing, b = rk % kWin;
+    const int lim = step_rank[8 * max(u - 1, 0)] / kWin + kRing - 1;
+    wait_through(min(step_rank[8 * u + 7] / kWin, lim));  // the step's last entry has its highest rank
+    const int rk = rank[8 * u], win = rk / kWin;
+    if (win > lim) {
+      const int id = union_id(*sm, rk);
+      const uint4* f = reinterpret_cast<const uint4*>(pool + int64_t(id) * kRecord) + slot16;
+#pragma unroll
+      for (int gr = 0; gr < 4; ++gr) k.f[gr] = __ldg(f + 16 * gr);
+      k.sk = __ldg(reinterpret_cast<const float2*>(scales + int64_t(id) * 8) + pair);
+      return;
+    }
+    const int slot = win % kRing, b = rk % kWin;
     const uint4* f = reinterpret_cast<const uint4*>(sm->keys[slot][b]) + slot16;
 #pragma unroll
     for (int gr = 0; gr < 4; ++gr) k.f[gr] = f[16 * gr];
@@ -274,21 +336,33 @@ struct StagedLoader {
   }
   // After step u's wgmma: the windows below step u + 1's first entry are no longer read.
   __device__ void done_with(int u) { release_below(step_rank[8 * (u + 1)] / kWin); }
-  __device__ void finish() { release_below(nwin); }
+  // Every window waited for (so this CTA's phases complete in order), each only after this warp
+  // released the window kRing below it, then released.
+  __device__ void finish() {
+    for (int w = waited; w < nwin; ++w) {
+      release_below(max(released, w - kRing + 1));
+      wait_through(w);
+    }
+    release_below(nwin);
+  }
 };
 
-__global__ void __launch_bounds__(512, 1)
-    staged_kernel(const uint8_t* pool, const float* scales, const int32_t* lists, uint16_t* out) {
-  extern __shared__ __align__(1024) uint8_t raw[];
-  StageSmem& sm = *reinterpret_cast<StageSmem*>(raw + ((1024 - (unsigned(__cvta_generic_to_shared(raw)) & 1023)) & 1023));
-  const int row0 = blockIdx.x * kGroupRows, tid = threadIdx.x;
-  // The union: a bitmap of the four lists, a scan of its words' counts, each id's rank.
-  for (int i = tid; i < kPool / 32; i += 512) sm.bits[i] = 0;
-  for (int i = tid; i < kMaxWin; i += 512) sm.released[i] = 0;
+// The union of the cluster's rows (kCluster CTAs of kGroupRows rows each), every list entry's
+// rank in it, and the first windows armed.
+__device__ __forceinline__ void build_union(StageSmem& sm, const int32_t* lists, int row0, int cluster) {
+  const int tid = threadIdx.x;
+  for (int i = tid; i < kPool / 32; i += 512) sm.own_bits[i] = 0;
+  for (int i = tid; i < kPool / kWin; i += 512) sm.released[i] = sm.cluster_released[i] = 0;
   __syncthreads();
   for (int i = tid; i < kGroupRows * kList; i += 512) {
     const int id = lists[int64_t(row0) * kList + i];
-    atomicOr(&sm.bits[id >> 5], 1u << (id & 31));
+    atomicOr(&sm.own_bits[id >> 5], 1u << (id & 31));
+  }
+  if (cluster > 1) cluster_sync(); else __syncthreads();
+  for (int i = tid; i < kPool / 32; i += 512) {
+    uint32_t m = 0;
+    for (int c = 0; c < cluster; ++c) m |= *in_cta(&sm.own_bits[i], uint32_t(c));
+    sm.bits[i] = m;
   }
   __syncthreads();
   const uint32_t w0 = sm.bits[2 * tid], w1 = sm.bits[2 * tid + 1];
@@ -296,12 +370,9 @@ __global__ void __launch_bounds__(512, 1)
   cub::BlockScan<int, 512>(sm.scan).ExclusiveSum(__popc(w0) + __popc(w1), base, total);
   sm.word_base[2 * tid] = base;
   sm.word_base[2 * tid + 1] = base + __popc(w0);
-  for (uint32_t m = w0; m; m &= m - 1) sm.union_ids[base++] = uint16_t(64 * tid + __ffs(m) - 1);
-  for (uint32_t m = w1; m; m &= m - 1) sm.union_ids[base++] = uint16_t(64 * tid + 32 + __ffs(m) - 1);
   if (tid == 0) sm.nunion = total;
   __syncthreads();
-  // Each entry's rank: its word's base and the word's bits below it. Entries past the list
-  // repeat its last (their window is already needed).
+  // Entries past the list repeat its last (their window is already needed).
   for (int i = tid; i < kGroupRows * (kList + kPad); i += 512) {
     const int r = i / (kList + kPad), e = min(i % (kList + kPad), kList - 1);
     const int id = lists[int64_t(row0 + r) * kList + e];
@@ -311,17 +382,33 @@ __global__ void __launch_bounds__(512, 1)
   const int nwin = (total + kWin - 1) / kWin;
   if (tid < kRing) mbar_init(&sm.full[tid], 1);
   __syncthreads();
+  if (tid < kRing && tid < nwin) arm_window(sm, tid);
+  if (cluster > 1) cluster_sync(); else __syncthreads();  // every CTA armed before any copy lands
+}
+
+template <int kCluster>
+__global__ void __launch_bounds__(512, 1)
+    staged_kernel(const uint8_t* pool, const float* scales, const int32_t* lists, uint16_t* out) {
+  extern __shared__ __align__(1024) uint8_t raw[];
+  StageSmem& sm = *reinterpret_cast<StageSmem*>(raw + ((1024 - (unsigned(__cvta_generic_to_shared(raw)) & 1023)) & 1023));
+  const int tid = threadIdx.x, row0 = blockIdx.x * kGroupRows;
+  build_union(sm, lists, row0, kCluster);
+  const int nwin = (sm.nunion + kWin - 1) / kWin;
+  // The first windows: CTA c of the cluster copies windows c, c + kCluster, ... below kRing.
   if (tid < 32)
-    for (int w = 0; w < kRing && w < nwin; ++w) fetch_window(sm, pool, scales, w);
+    for (int w = kCluster == 1 ? 0 : int(cluster_rank()); w < kRing && w < nwin; w += kCluster)
+      fetch_window<kCluster>(sm, pool, scales, w);
   const int grp = tid >> 7, row = row0 + grp;
   stage_query(sm.q[grp], row);
   __syncthreads();
   Consts r;
   load_consts(r, row);
   const int lane = tid & 31, w = (tid >> 5) & 3, g = lane >> 2;
-  StagedLoader ld{&sm, pool, scales, &sm.rank[grp][2 * w + (g >> 2)], sm.rank[grp], nwin, 0, 0, lane & 15, g & 3};
+  StagedLoader<kCluster> ld{&sm, pool, scales, &sm.rank[grp][2 * w + (g >> 2)], sm.rank[grp], nwin, 0, 0,
+                            lane & 15, g & 3};
   row_steps(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(sm.q[grp]))), lane_out(out, row));
   ld.finish();
+  if (kCluster > 1) cluster_sync();  // rank 0's counts and every CTA's ring stay until all are done
 }
 
 __global__ void fill(uint32_t* p, size_t n, uint32_t seed) {
@@ -335,13 +422,13 @@ __global__ void fill_scales(float* p, size_t n) {
 }
 
 // Lists of kRows rows: every 16 rows pick their 2048 blocks from one set of u16 * 2048 blocks.
-std::vector<int32_t> make_lists(double u16, uint64_t seed, double* union4) {
+std::vector<int32_t> make_lists(double u16, uint64_t seed, double* union4, double* union16) {
   std::mt19937_64 rng(seed);
   std::vector<int32_t> lists(size_t(kRows) * kList);
   std::vector<int32_t> all(kPool);
   std::iota(all.begin(), all.end(), 0);
   const int nset = std::min(kPool, int(u16 * kList));
-  double sum4 = 0;
+  double sum4 = 0, sum16 = 0;
   for (int g = 0; g < kRows / 16; ++g) {
     std::shuffle(all.begin(), all.end(), rng);
     std::vector<int32_t> set(all.begin(), all.begin() + nset);
@@ -356,8 +443,12 @@ std::vector<int32_t> make_lists(double u16, uint64_t seed, double* union4) {
       std::sort(u.begin(), u.end());
       sum4 += double(std::unique(u.begin(), u.end()) - u.begin()) / kList;
     }
+    std::vector<int32_t> u(&lists[size_t(g * 16) * kList], &lists[size_t(g * 16 + 16) * kList]);
+    std::sort(u.begin(), u.end());
+    sum16 += double(std::unique(u.begin(), u.end()) - u.begin()) / kList;
   }
   *union4 = sum4 / (kRows / kGroupRows);
+  *union16 = sum16 / (kRows / 16);
   return lists;
 }
 
@@ -376,25 +467,45 @@ int main() {
   fill<<<1024, 256>>>(reinterpret_cast<uint32_t*>(pool), size_t(kPool + 16) * kRecord / 4, 17u);
   fill_scales<<<1024, 256>>>(scales, size_t(kPool + 16) * 8);
   const size_t smem = sizeof(StageSmem) + 1024;
-  if (cudaFuncSetAttribute(staged_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
-    std::printf("staged_kernel: %zu bytes of shared memory refused\n", smem);
-    return 1;
-  }
-  std::printf("%d SMs; staged: %d rows a CTA, windows of %d blocks, %d in the ring, %zu bytes of shared memory\n",
-              sms, kGroupRows, kWin, kRing, smem);
-  std::printf("%-6s %-14s %-10s %-10s %-14s\n", "U16", "union of 4", "gather ms", "staged ms", "gathered GB");
+  for (auto k : {staged_kernel<1>, staged_kernel<4>})
+    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
+      std::printf("staged_kernel: %zu bytes of shared memory refused\n", smem);
+      return 1;
+    }
+  auto launch_cluster = [&] {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(kRows / kGroupRows);
+    cfg.blockDim = dim3(512);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 4;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, staged_kernel<4>, static_cast<const uint8_t*>(pool), static_cast<const float*>(scales),
+                       static_cast<const int32_t*>(lists), out);
+  };
+  std::printf("%d SMs; staged: %d rows a CTA (x4 in a cluster), windows of %d blocks, %d in the ring, %zu bytes of "
+              "shared memory\n", sms, kGroupRows, kWin, kRing, smem);
+  std::printf("%-6s %-10s %-10s %-10s %-10s %-12s %-12s\n", "U16", "union 4", "union 16", "gather ms", "staged4 ms",
+              "staged16 ms", "gathered GB");
   for (double u16 : {4.9, 3.0, 1.5}) {
-    double union4 = 0;
-    const std::vector<int32_t> host = make_lists(u16, 42, &union4);
+    double union4 = 0, union16 = 0;
+    const std::vector<int32_t> host = make_lists(u16, 42, &union4, &union16);
     cudaMemcpy(lists, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
     const float g = best_ms([&] { gather_kernel<<<kRows, 128>>>(pool, scales, lists, out); }, 3);
-    const float s = best_ms([&] { staged_kernel<<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
-    const cudaError_t err = cudaDeviceSynchronize();
+    cudaError_t err = cudaDeviceSynchronize();
+    const float s4 = best_ms([&] { staged_kernel<1><<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    const float s16 = best_ms(launch_cluster, 3);
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
     if (err != cudaSuccess) {
       std::printf("error: %s\n", cudaGetErrorString(err));
       return 1;
     }
-    std::printf("%-6.1f %-14.2f %-10.3f %-10.3f %-14.1f\n", u16, union4, g, s,
+    std::printf("%-6.1f %-10.2f %-10.2f %-10.3f %-10.3f %-12.3f %-12.1f\n", u16, union4, union16, g, s4, s16,
                 double(kRows) * kList * (kRecord + 32) / 1e9);
   }
   return 0;
