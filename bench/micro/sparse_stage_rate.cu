@@ -361,7 +361,8 @@ __device__ __forceinline__ void build_union(StageSmem& sm, const int32_t* lists,
   if (cluster > 1) cluster_sync(); else __syncthreads();
   for (int i = tid; i < kPool / 32; i += 512) {
     uint32_t m = 0;
-    for (int c = 0; c < cluster; ++c) m |= *in_cta(&sm.own_bits[i], uint32_t(c));
+    if (cluster == 1) m = sm.own_bits[i];
+    for (int c = 0; c < cluster && cluster > 1; ++c) m |= *in_cta(&sm.own_bits[i], uint32_t(c));
     sm.bits[i] = m;
   }
   __syncthreads();
