@@ -21,6 +21,14 @@
 //           the windows of the step it loads, and releases a window once its next step starts
 //           past it; the sixteenth warp to release a window starts the copy of the window kRing
 //           further into the freed slot (one block a lane). Loads are shared-memory reads.
+//           Three forms: 1 KB bulk copies (one a block, "staged4"), the same multicast to a
+//           cluster of four CTAs whose 16 rows share one union ("staged16"), and cp.async by the
+//           releasing warp's lanes, 16 bytes an instruction ("staged4 cp.async").
+//   smem only: the staged kernel's step with every load from shared memory and no copies or
+//           waits (wrong operands): the step's own rate once its operands are near.
+//
+// Run 170 (H100): the bulk-copied forms took about 4 us a window of 64 copies whether each CTA
+// copied its own windows or one CTA multicast them to four, 3-9x slower than the gather.
 //
 // Lists: 16384 rows (a chunk-256k consumer), each 2048 sorted blocks of a 32768-block request.
 // Every 16 rows draw their blocks from one set of U16 x 2048 blocks (generated data: the union of
@@ -336,6 +344,14 @@ struct StagedLoader {
   // one needs a window this warp still holds released first. A block further on (rows whose 16
   // entries from step u - 1 on span more than kRing windows) is read from global memory.
   __device__ void load(StepA& k, int u) {
+    if constexpr (kCluster < 0) {  // the step fed from shared memory alone: no copies, no waits
+      const int rk = rank[8 * u];
+      const uint4* f = reinterpret_cast<const uint4*>(sm->keys[(rk / kWin) % kRing][rk % kWin]) + slot16;
+#pragma unroll
+      for (int gr = 0; gr < 4; ++gr) k.f[gr] = f[16 * gr];
+      k.sk = sm->sk[(rk / kWin) % kRing][rk % kWin][pair];
+      return;
+    }
     const int lim = step_rank[8 * max(u - 1, 0)] / kWin + kRing - 1;
     wait_through(min(step_rank[8 * u + 7] / kWin, lim));  // the step's last entry has its highest rank
     const int rk = rank[8 * u], win = rk / kWin;
@@ -354,10 +370,13 @@ struct StagedLoader {
     k.sk = sm->sk[slot][b][pair];
   }
   // After step u's wgmma: the windows below step u + 1's first entry are no longer read.
-  __device__ void done_with(int u) { release_below(step_rank[8 * (u + 1)] / kWin); }
+  __device__ void done_with(int u) {
+    if constexpr (kCluster >= 0) release_below(step_rank[8 * (u + 1)] / kWin);
+  }
   // Every window waited for (so this CTA's phases complete in order), each only after this warp
   // released the window kRing below it, then released.
   __device__ void finish() {
+    if constexpr (kCluster < 0) return;
     for (int w = waited; w < nwin; ++w) {
       release_below(max(released, w - kRing + 1));
       wait_through(w);
@@ -415,7 +434,7 @@ __global__ void __launch_bounds__(512, 1)
   build_union(sm, lists, row0, kCluster);
   const int nwin = (sm.nunion + kWin - 1) / kWin;
   // The first windows: CTA c of the cluster copies windows c, c + kCluster, ... below kRing.
-  if (tid < 32)
+  if (tid < 32 && kCluster >= 0)
     for (int w = kCluster <= 1 ? 0 : int(cluster_rank()); w < kRing && w < nwin; w += max(kCluster, 1))
       fetch_window<kCluster>(sm, pool, scales, w);
   const int grp = tid >> 7, row = row0 + grp;
@@ -487,7 +506,7 @@ int main() {
   fill<<<1024, 256>>>(reinterpret_cast<uint32_t*>(pool), size_t(kPool + 16) * kRecord / 4, 17u);
   fill_scales<<<1024, 256>>>(scales, size_t(kPool + 16) * 8);
   const size_t smem = sizeof(StageSmem) + 1024;
-  for (auto k : {staged_kernel<0>, staged_kernel<1>, staged_kernel<4>})
+  for (auto k : {staged_kernel<-1>, staged_kernel<0>, staged_kernel<1>, staged_kernel<4>})
     if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) != cudaSuccess) {
       std::printf("staged_kernel: %zu bytes of shared memory refused\n", smem);
       return 1;
@@ -509,14 +528,16 @@ int main() {
   };
   std::printf("%d SMs; staged: %d rows a CTA (x4 in a cluster), windows of %d blocks, %d in the ring, %zu bytes of "
               "shared memory\n", sms, kGroupRows, kWin, kRing, smem);
-  std::printf("%-6s %-8s %-9s %-10s %-14s %-11s %-12s %-12s\n", "U16", "union 4", "union 16", "gather ms",
-              "staged4 cp.async", "staged4 ms", "staged16 ms", "gathered GB");
+  std::printf("%-6s %-8s %-9s %-10s %-13s %-14s %-11s %-12s %-12s\n", "U16", "union 4", "union 16", "gather ms",
+              "smem only ms", "staged4 cp.async", "staged4 ms", "staged16 ms", "gathered GB");
   for (double u16 : {4.9, 3.0, 1.5}) {
     double union4 = 0, union16 = 0;
     const std::vector<int32_t> host = make_lists(u16, 42, &union4, &union16);
     cudaMemcpy(lists, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
     const float g = best_ms([&] { gather_kernel<<<kRows, 128>>>(pool, scales, lists, out); }, 3);
     cudaError_t err = cudaDeviceSynchronize();
+    const float r4 = best_ms([&] { staged_kernel<-1><<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
     const float a4 = best_ms([&] { staged_kernel<0><<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
     if (err == cudaSuccess) err = cudaDeviceSynchronize();
     const float s4 = best_ms([&] { staged_kernel<1><<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
@@ -527,7 +548,8 @@ int main() {
       std::printf("error: %s\n", cudaGetErrorString(err));
       return 1;
     }
-    std::printf("%-6.1f %-8.2f %-9.2f %-10.3f %-14.3f %-11.3f %-12.3f %-12.1f\n", u16, union4, union16, g, a4, s4, s16,
+    std::printf("%-6.1f %-8.2f %-9.2f %-10.3f %-13.3f %-14.3f %-11.3f %-12.3f %-12.1f\n", u16, union4, union16, g, r4, a4,
+                s4, s16,
                 double(kRows) * kList * (kRecord + 32) / 1e9);
   }
   return 0;
