@@ -148,37 +148,103 @@ __device__ __forceinline__ void stage_query(uint8_t* q, int row) {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-// One step (A in a[kBuf]): the k-steps, step u + 2's loads into the same registers, the scores.
-template <int kBuf, class Loader>
-__device__ __forceinline__ void run_step(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out, int u,
-                                         StepA (&a)[2]) {
+// How the gather kernel's step runs (kMode): the kernel's step; its epilogue left out (the
+// accumulators' first words stored: the wgmma and the loads alone); its wgmma left out (the
+// epilogue over words of A: the loads and the epilogue alone); pipelined: step u + 1's wgmma
+// issued before step u's epilogue, into a second set of accumulators.
+enum Mode { kStep = 0, kNoEpilogue = 1, kNoWgmma = 2, kPipelined = 3 };
+
+struct Acc {
   int da[16], db[16];
+};
+
+__device__ __forceinline__ void issue(Acc& c, const StepA& a, uint32_t dq) {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  wgmma_rs<0, 0>(da, a[kBuf].f[0], dq);
-  wgmma_rs<1, 2>(da, a[kBuf].f[1], dq);
-  wgmma_rs<1, 4>(da, a[kBuf].f[2], dq);
-  wgmma_rs<0, 6>(db, a[kBuf].f[3], dq);
+  wgmma_rs<0, 0>(c.da, a.f[0], dq);
+  wgmma_rs<1, 2>(c.da, a.f[1], dq);
+  wgmma_rs<1, 4>(c.da, a.f[2], dq);
+  wgmma_rs<0, 6>(c.db, a.f[3], dq);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  const float2 sk = a[kBuf].sk;
-  const uint32_t sk2 = __byte_perm(__float_as_uint(sk.x), __float_as_uint(sk.y), 0x7632);
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  pin(da);
-  pin(db);
-  keep(a[kBuf]);
-  ld.done_with(u);
-  ld.load(a[kBuf], u + 2);
-  const uint32_t sc = chain(da, db, r, sk2);
+}
+
+__device__ __forceinline__ uint32_t sk_pair(const StepA& a) {
+  return __byte_perm(__float_as_uint(a.sk.x), __float_as_uint(a.sk.y), 0x7632);
+}
+
+__device__ __forceinline__ void store(uint16_t* out, int u, uint32_t sc) {
   if ((threadIdx.x & 3) == 0) *reinterpret_cast<uint32_t*>(out + 64 * u) = sc;
 }
 
-template <class Loader>
+// One step (A in a[kBuf]): the k-steps, step u + 2's loads into the same registers, the scores.
+template <int kBuf, int kMode, class Loader>
+__device__ __forceinline__ void run_step(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out, int u,
+                                         StepA (&a)[2]) {
+  Acc c;
+  if constexpr (kMode == kNoWgmma) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      c.da[i] = int((&a[kBuf].f[i / 4].x)[i % 4]);
+      c.db[i] = int((&a[kBuf].f[3 - i / 4].x)[(i + 1) % 4]);
+    }
+  } else {
+    issue(c, a[kBuf], dq);
+  }
+  const uint32_t sk2 = sk_pair(a[kBuf]);
+  if constexpr (kMode != kNoWgmma) asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  pin(c.da);
+  pin(c.db);
+  keep(a[kBuf]);
+  ld.done_with(u);
+  ld.load(a[kBuf], u + 2);
+  if constexpr (kMode == kNoEpilogue)
+    store(out, u, uint32_t(c.da[u & 15] ^ c.db[(u + 3) & 15]) ^ sk2);
+  else
+    store(out, u, chain(c.da, c.db, r, sk2));
+}
+
+template <int kMode, class Loader>
 __device__ __forceinline__ void row_steps(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out) {
   StepA a[2];
   ld.load(a[0], 0);
   ld.load(a[1], 1);
   for (int u = 0; u < kSteps; u += 2) {
-    run_step<0>(ld, r, dq, out, u, a);
-    run_step<1>(ld, r, dq, out, u + 1, a);
+    run_step<0, kMode>(ld, r, dq, out, u, a);
+    run_step<1, kMode>(ld, r, dq, out, u + 1, a);
+  }
+}
+
+// Pipelined: while step u + 1's wgmma runs, step u's epilogue; A two steps ahead as before.
+template <class Loader>
+__device__ __forceinline__ void row_steps_pipelined(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out) {
+  StepA a[2];
+  Acc c[2];
+  ld.load(a[0], 0);
+  ld.load(a[1], 1);
+  issue(c[0], a[0], dq);
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  pin(c[0].da);
+  pin(c[0].db);
+  keep(a[0]);
+  uint32_t sk0 = sk_pair(a[0]), sk1;
+  ld.load(a[0], 2);
+  for (int u = 0; u < kSteps; u += 2) {
+    // c[0]: step u's sums; a[1]: step u + 1's keys; a[0]: step u + 2's (loading).
+    issue(c[1], a[1], dq);
+    store(out, u, chain(c[0].da, c[0].db, r, sk0));
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    pin(c[1].da);
+    pin(c[1].db);
+    keep(a[1]);
+    sk1 = sk_pair(a[1]);
+    ld.load(a[1], u + 3);
+    issue(c[0], a[0], dq);  // step u + 2 (past the end: padding, never stored)
+    store(out, u + 1, chain(c[1].da, c[1].db, r, sk1));
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    pin(c[0].da);
+    pin(c[0].db);
+    keep(a[0]);
+    sk0 = sk_pair(a[0]);
+    ld.load(a[0], u + 4);
   }
 }
 
@@ -203,7 +269,8 @@ struct GatherLoader {
   __device__ void done_with(int) const {}
 };
 
-__global__ void __launch_bounds__(128, 4)
+template <int kMode, int kMinBlocks>
+__global__ void __launch_bounds__(128, kMinBlocks)
     gather_kernel(const uint8_t* pool, const float* scales, const int32_t* lists, uint16_t* out) {
   __shared__ __align__(1024) uint8_t q[32 * 128 + 1024];
   __shared__ int32_t ids[kList + kPad];
@@ -217,7 +284,11 @@ __global__ void __launch_bounds__(128, 4)
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2;
   GatherLoader ld{reinterpret_cast<const uint4*>(pool) + (lane & 15),
                   reinterpret_cast<const float2*>(scales) + 2 * (g & 3), ids + 2 * w + (g >> 2)};
-  row_steps(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(qa))), lane_out(out, row));
+  const uint32_t dq = desc_lo(unsigned(__cvta_generic_to_shared(qa)));
+  if constexpr (kMode == kPipelined)
+    row_steps_pipelined(ld, r, dq, lane_out(out, row));
+  else
+    row_steps<kMode>(ld, r, dq, lane_out(out, row));
 }
 
 // staged: the CTA's shared memory (kCluster CTAs of one cluster hold the same union and ring).
@@ -445,7 +516,7 @@ __global__ void __launch_bounds__(512, 1)
   const int lane = tid & 31, w = (tid >> 5) & 3, g = lane >> 2;
   StagedLoader<kCluster> ld{&sm, pool, scales, &sm.rank[grp][2 * w + (g >> 2)], sm.rank[grp], nwin, 0, 0,
                             lane & 15, g & 3};
-  row_steps(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(sm.q[grp]))), lane_out(out, row));
+  row_steps<kStep>(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(sm.q[grp]))), lane_out(out, row));
   ld.finish();
   if (kCluster > 1) cluster_sync();  // rank 0's counts and every CTA's ring stay until all are done
 }
@@ -526,6 +597,19 @@ int main() {
     cudaLaunchKernelEx(&cfg, staged_kernel<4>, static_cast<const uint8_t*>(pool), static_cast<const float*>(scales),
                        static_cast<const int32_t*>(lists), out);
   };
+  {  // The gather's step taken apart, on the first lists below.
+    double union4 = 0, union16 = 0;
+    const std::vector<int32_t> host = make_lists(4.9, 42, &union4, &union16);
+    cudaMemcpy(lists, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+    const auto time = [&](auto kernel) { return best_ms([&] { kernel<<<kRows, 128>>>(pool, scales, lists, out); }, 3); };
+    const float step = time(gather_kernel<kStep, 4>), no_epi = time(gather_kernel<kNoEpilogue, 4>),
+                no_mma = time(gather_kernel<kNoWgmma, 4>), pipe4 = time(gather_kernel<kPipelined, 4>),
+                pipe3 = time(gather_kernel<kPipelined, 3>);
+    const cudaError_t err = cudaDeviceSynchronize();
+    std::printf("gather (U16 4.9), ms: step %.3f | without the epilogue %.3f | without the wgmma %.3f | pipelined, "
+                "4 CTAs an SM %.3f | pipelined, 3 CTAs an SM %.3f (%s)\n",
+                step, no_epi, no_mma, pipe4, pipe3, cudaGetErrorString(err));
+  }
   std::printf("%d SMs; staged: %d rows a CTA (x4 in a cluster), windows of %d blocks, %d in the ring, %zu bytes of "
               "shared memory\n", sms, kGroupRows, kWin, kRing, smem);
   std::printf("%-6s %-8s %-9s %-10s %-13s %-14s %-11s %-12s %-12s\n", "U16", "union 4", "union 16", "gather ms",
@@ -534,7 +618,7 @@ int main() {
     double union4 = 0, union16 = 0;
     const std::vector<int32_t> host = make_lists(u16, 42, &union4, &union16);
     cudaMemcpy(lists, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
-    const float g = best_ms([&] { gather_kernel<<<kRows, 128>>>(pool, scales, lists, out); }, 3);
+    const float g = best_ms([&] { gather_kernel<kStep, 4><<<kRows, 128>>>(pool, scales, lists, out); }, 3);
     cudaError_t err = cudaDeviceSynchronize();
     const float r4 = best_ms([&] { staged_kernel<-1><<<kRows / kGroupRows, 512, smem>>>(pool, scales, lists, out); }, 3);
     if (err == cudaSuccess) err = cudaDeviceSynchronize();
