@@ -361,22 +361,22 @@ __device__ __forceinline__ void fetch_window(StageSmem& sm, const uint8_t* pool,
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sdst + 16), "l"(ssrc + 4) : "memory");
     }
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(&sm.full[slot])) : "memory");
-    return;
-  }
-  for (int b = lane; b < n; b += 32) {
-    const int id = union_id(sm, first + b);
-    if constexpr (kCluster == 1) {
-      bulk_copy(sm.keys[slot][b], pool + int64_t(id) * kRecord, kRecord, &sm.full[slot]);
-      bulk_copy(sm.sk[slot][b], scales + int64_t(id) * 8, 32, &sm.full[slot]);
-    } else {
-      const uint16_t mask = (1u << kCluster) - 1u;
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n"
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%5], [%6], %7, [%3], %4;" ::"r"(
-              smem_addr(sm.keys[slot][b])),
-          "l"(pool + int64_t(id) * kRecord), "r"(kRecord), "r"(smem_addr(&sm.full[slot])), "h"(mask),
-          "r"(smem_addr(sm.sk[slot][b])), "l"(scales + int64_t(id) * 8), "r"(32)
-          : "memory");
+  } else {
+    for (int b = lane; b < n; b += 32) {
+      const int id = union_id(sm, first + b);
+      if constexpr (kCluster == 1) {
+        bulk_copy(sm.keys[slot][b], pool + int64_t(id) * kRecord, kRecord, &sm.full[slot]);
+        bulk_copy(sm.sk[slot][b], scales + int64_t(id) * 8, 32, &sm.full[slot]);
+      } else {
+        const uint16_t mask = (1u << (kCluster > 0 ? kCluster : 1)) - 1u;
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n"
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%5], [%6], %7, [%3], %4;" ::"r"(
+                smem_addr(sm.keys[slot][b])),
+            "l"(pool + int64_t(id) * kRecord), "r"(kRecord), "r"(smem_addr(&sm.full[slot])), "h"(mask),
+            "r"(smem_addr(sm.sk[slot][b])), "l"(scales + int64_t(id) * 8), "r"(32)
+            : "memory");
+      }
     }
   }
 }
@@ -447,12 +447,13 @@ struct StagedLoader {
   // Every window waited for (so this CTA's phases complete in order), each only after this warp
   // released the window kRing below it, then released.
   __device__ void finish() {
-    if constexpr (kCluster < 0) return;
-    for (int w = waited; w < nwin; ++w) {
-      release_below(max(released, w - kRing + 1));
-      wait_through(w);
+    if constexpr (kCluster >= 0) {
+      for (int w = waited; w < nwin; ++w) {
+        release_below(max(released, w - kRing + 1));
+        wait_through(w);
+      }
+      release_below(nwin);
     }
-    release_below(nwin);
   }
 };
 
