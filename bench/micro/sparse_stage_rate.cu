@@ -52,8 +52,10 @@
 #include "gpu/common/bf16.cuh"
 #include "gpu/common/mbarrier.cuh"
 #include "gpu/common/swizzle.cuh"
+#include "gpu/sparse_logits/wgmma_step.cuh"  // the kernel's step: wgmma_rs, StepA, chain_scores
 
 using namespace dsa::gpu;
+using namespace dsa::gpu::sparse_step;
 
 constexpr int kRows = 16384;
 constexpr int kList = 2048;        // blocks a row
@@ -65,68 +67,7 @@ constexpr int kGroupRows = 4;      // rows a staged CTA
 constexpr int kWin = 32;           // union blocks a window
 constexpr int kRing = 4;           // windows in shared memory
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define SSR_WGMMA 1
-#endif
-
-__device__ __forceinline__ uint32_t desc_lo(uint32_t smem) { return (smem & 0x3FFFF) >> 4; }
-constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
-
-template <int kAccumulate, int kOffB>
-__device__ __forceinline__ void wgmma_rs(int (&d)[16], const uint4& a, uint32_t b) {
-#ifdef SSR_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\n.reg .b32 bl;\n.reg .b64 db;\nsetp.ne.b32 p, %21, 0;\n"
-      "add.u32 bl, %20, %22;\nmov.b64 db, {bl, %23};\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15}, {%16, %17, %18, %19}, db, p;\n}\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b), "n"(kAccumulate), "n"(kOffB), "n"(kDescHi));
-#endif
-}
-
-__device__ __forceinline__ void pin(int (&d)[16]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i) asm volatile("" : "+r"(d[i])::"memory");
-}
-
-struct StepA {
-  uint4 f[4];
-  float2 sk;
-};
-
-__device__ __forceinline__ void keep(const StepA& k) {
-#pragma unroll
-  for (int gr = 0; gr < 4; ++gr)
-    asm volatile("" ::"r"(k.f[gr].x), "r"(k.f[gr].y), "r"(k.f[gr].z), "r"(k.f[gr].w) : "memory");
-}
-
-struct Consts {
-  int ma[8], mb[8];
-  uint32_t w2[8];
-};
-
-// chain_scores of sparse_wgmma.cu: the same instructions on the same registers.
-__device__ __forceinline__ uint32_t chain(const int (&da)[16], const int (&db)[16], const Consts& r, uint32_t sk2) {
-  uint32_t acc = 0;
-#pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    const int e = 4 * (s >> 1) + (s & 1);
-    float f[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int bits = da[e + 2 * k] * r.ma[s] + (db[e + 2 * k] * r.mb[s] + 0x4B000000);
-      f[k] = __fadd_rn(__int_as_float(bits), -0x1p23f);
-    }
-    acc = hw_fma_bf16x2(hw_relu_bf16x2(f[0], f[1]), r.w2[s], acc);
-  }
-  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 2));
-  acc = hw_fma_bf16x2(acc, kBf16x2One, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));
-  return hw_fma_bf16x2(acc, sk2, 0x80008000u);
-}
-
-__device__ __forceinline__ void load_consts(Consts& r, int row) {
+__device__ __forceinline__ void load_consts(RowConsts& r, int row) {
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
     const uint32_t h = mix32(uint32_t(row) * 64u + s * 8u + (threadIdx.x & 3));
@@ -177,7 +118,7 @@ __device__ __forceinline__ void store(uint16_t* out, int u, uint32_t sc) {
 
 // One step (A in a[kBuf]): the k-steps, step u + 2's loads into the same registers, the scores.
 template <int kBuf, int kMode, class Loader>
-__device__ __forceinline__ void run_step(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out, int u,
+__device__ __forceinline__ void run_step(Loader& ld, const RowConsts& r, uint32_t dq, uint16_t* out, int u,
                                          StepA (&a)[2]) {
   Acc c;
   if constexpr (kMode == kNoWgmma) {
@@ -199,11 +140,11 @@ __device__ __forceinline__ void run_step(Loader& ld, const Consts& r, uint32_t d
   if constexpr (kMode == kNoEpilogue)
     store(out, u, uint32_t(c.da[u & 15] ^ c.db[(u + 3) & 15]) ^ sk2);
   else
-    store(out, u, chain(c.da, c.db, r, sk2));
+    store(out, u, chain_scores(c.da, c.db, r, sk2));
 }
 
 template <int kMode, class Loader>
-__device__ __forceinline__ void row_steps(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out) {
+__device__ __forceinline__ void row_steps(Loader& ld, const RowConsts& r, uint32_t dq, uint16_t* out) {
   StepA a[2];
   ld.load(a[0], 0);
   ld.load(a[1], 1);
@@ -213,9 +154,26 @@ __device__ __forceinline__ void row_steps(Loader& ld, const Consts& r, uint32_t 
   }
 }
 
-// Pipelined: while step u + 1's wgmma runs, step u's epilogue; A two steps ahead as before.
+// Half an iteration of the pipelined loop: step u + 1's wgmma into `next` (A in an), step u's
+// epilogue from `done` meanwhile, then the wait and step u + 3's loads into an.
 template <class Loader>
-__device__ __forceinline__ void row_steps_pipelined(Loader& ld, const Consts& r, uint32_t dq, uint16_t* out) {
+__device__ __forceinline__ void pipelined_half(Loader& ld, const RowConsts& r, uint32_t dq, uint16_t* out, int u,
+                                               const Acc& done, uint32_t sk_done, Acc& next, StepA& an,
+                                               uint32_t& sk_next) {
+  issue(next, an, dq);
+  store(out, u, chain_scores(done.da, done.db, r, sk_done));
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  pin(next.da);
+  pin(next.db);
+  keep(an);
+  sk_next = sk_pair(an);
+  ld.load(an, u + 3);
+}
+
+// Pipelined: while step u + 1's wgmma runs, step u's epilogue; A two steps ahead as before (steps
+// past the end are padding, never stored).
+template <class Loader>
+__device__ __forceinline__ void row_steps_pipelined(Loader& ld, const RowConsts& r, uint32_t dq, uint16_t* out) {
   StepA a[2];
   Acc c[2];
   ld.load(a[0], 0);
@@ -225,26 +183,11 @@ __device__ __forceinline__ void row_steps_pipelined(Loader& ld, const Consts& r,
   pin(c[0].da);
   pin(c[0].db);
   keep(a[0]);
-  uint32_t sk0 = sk_pair(a[0]), sk1;
+  uint32_t sk[2] = {sk_pair(a[0]), 0};
   ld.load(a[0], 2);
-  for (int u = 0; u < kSteps; u += 2) {
-    // c[0]: step u's sums; a[1]: step u + 1's keys; a[0]: step u + 2's (loading).
-    issue(c[1], a[1], dq);
-    store(out, u, chain(c[0].da, c[0].db, r, sk0));
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    pin(c[1].da);
-    pin(c[1].db);
-    keep(a[1]);
-    sk1 = sk_pair(a[1]);
-    ld.load(a[1], u + 3);
-    issue(c[0], a[0], dq);  // step u + 2 (past the end: padding, never stored)
-    store(out, u + 1, chain(c[1].da, c[1].db, r, sk1));
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    pin(c[0].da);
-    pin(c[0].db);
-    keep(a[0]);
-    sk0 = sk_pair(a[0]);
-    ld.load(a[0], u + 4);
+  for (int u = 0; u < kSteps; u += 2) {  // c[0]: step u's sums; a[1]: step u + 1's keys; a[0]: u + 2's
+    pipelined_half(ld, r, dq, out, u, c[0], sk[0], c[1], a[1], sk[1]);
+    pipelined_half(ld, r, dq, out, u + 1, c[1], sk[1], c[0], a[0], sk[0]);
   }
 }
 
@@ -279,12 +222,12 @@ __global__ void __launch_bounds__(128, kMinBlocks)
   for (int i = threadIdx.x; i < kList + kPad; i += 128) ids[i] = lists[int64_t(row) * kList + min(i, kList - 1)];
   stage_query(qa, row);
   __syncthreads();
-  Consts r;
+  RowConsts r;
   load_consts(r, row);
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2;
   GatherLoader ld{reinterpret_cast<const uint4*>(pool) + (lane & 15),
                   reinterpret_cast<const float2*>(scales) + 2 * (g & 3), ids + 2 * w + (g >> 2)};
-  const uint32_t dq = desc_lo(unsigned(__cvta_generic_to_shared(qa)));
+  const uint32_t dq = desc_lo(qa);
   if constexpr (kMode == kPipelined)
     row_steps_pipelined(ld, r, dq, lane_out(out, row));
   else
@@ -512,12 +455,12 @@ __global__ void __launch_bounds__(512, 1)
   const int grp = tid >> 7, row = row0 + grp;
   stage_query(sm.q[grp], row);
   __syncthreads();
-  Consts r;
+  RowConsts r;
   load_consts(r, row);
   const int lane = tid & 31, w = (tid >> 5) & 3, g = lane >> 2;
   StagedLoader<kCluster> ld{&sm, pool, scales, &sm.rank[grp][2 * w + (g >> 2)], sm.rank[grp], nwin, 0, 0,
                             lane & 15, g & 3};
-  row_steps<kStep>(ld, r, desc_lo(unsigned(__cvta_generic_to_shared(sm.q[grp]))), lane_out(out, row));
+  row_steps<kStep>(ld, r, desc_lo(sm.q[grp]), lane_out(out, row));
   ld.finish();
   if (kCluster > 1) cluster_sync();  // rank 0's counts and every CTA's ring stay until all are done
 }
