@@ -12,7 +12,7 @@
 #   DSA_PROFILE_KERNELS), record (tools/record-gpu-fixture.sh) and bench (`dsa-harness bench`
 #   with the torch peer, its reports and tools/bench-table.py's table in $OUT/bench; contexts and
 #   rows from DSA_BENCH_CONTEXTS / DSA_BENCH_ROWS), bench-decode (the decode preset's step, in
-#   $OUT/bench-decode), run only when named
+#   $OUT/bench-decode) and micro (bench/micro's DSA_MICRO, built and run), run only when named
 # Logs go to $OUT (the device tool's output folder; ./out/device-check elsewhere): summary.txt,
 # timings.md and logs.tgz (every stage's full log).
 set -uo pipefail
@@ -206,6 +206,25 @@ do_bench-decode() {
   cp "$LOGS/bench-decode/"report.* "$OUT/bench-decode/" 2>/dev/null
   python3 tools/bench-table.py "$OUT/bench-decode/report.json" >"$OUT/bench-decode/table.md" 2>>"$SUMMARY" &&
     grep -E "^\| whole" "$OUT/bench-decode/table.md" | tee -a "$SUMMARY"
+}
+
+# Micro-benchmarks (bench/micro/NAME.cu, DSA_MICRO: names separated by spaces, default the two
+# that time the next routes of level one and of the consumer's step), each built with the flags
+# every one of them takes and run with a time limit (DSA_MICRO_LIMIT, 120 s); the output in
+# $OUT/micro-NAME.txt and the summary. Needs no build stage: nvcc alone.
+do_micro() {
+  local name
+  for name in ${DSA_MICRO:-level_one_rate sparse_stage_rate}; do
+    if [[ ! -f bench/micro/$name.cu ]]; then
+      note "micro-$name: no bench/micro/$name.cu"
+      continue
+    fi
+    stage "micro-$name-build" 240 nvcc -std=c++17 -O3 -I. -Iinclude --expt-relaxed-constexpr \
+      -gencode arch=compute_90a,code=sm_90a "bench/micro/$name.cu" -o "$LOGS/$name" || continue
+    stage "micro-$name" "${DSA_MICRO_LIMIT:-120}" "$LOGS/$name"
+    cp "$LOGS/micro-$name.log" "$OUT/micro-$name.txt"
+    tail -8 "$LOGS/micro-$name.log" | tee -a "$SUMMARY"
+  done
 }
 
 for st in $STAGES; do "do_$st"; done
