@@ -58,7 +58,7 @@ def main():
         return 2
     batch = dh.Batch.read(sys.argv[1])
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 41
-    step = max(1, batch.rows // count) if hasattr(batch, "rows") else 25
+    step = max(1, batch.rows // count)
     out = dh.run(batch, "reference-sparse", rows=list(range(0, step * count, step)), scores=True)
     source = sorted(out.dense_scores.keys())[0]
     k = out.blocks.shape[1]

@@ -346,7 +346,7 @@ struct StagedLoader {
       int last = 0;
       const int next = released + kRing;
       if ((threadIdx.x & 31) == 0 && atomicAdd(&sm->released[released], 1) == 15) {
-        if (next < nwin && kCluster != 0) arm_window(*sm, next);
+        if (next < nwin && kCluster > 0) arm_window(*sm, next);  // bulk copies complete bytes
         last = kCluster <= 1 || atomicAdd(in_cta(&sm->cluster_released[released], 0), 1) == kCluster - 1;
       }
       last = __shfl_sync(0xFFFFFFFFu, last, 0);
@@ -436,7 +436,7 @@ __device__ __forceinline__ void build_union(StageSmem& sm, const int32_t* lists,
   const int nwin = (total + kWin - 1) / kWin;
   if (tid < kRing) mbar_init(&sm.full[tid], cluster == 0 ? 32 : 1);
   __syncthreads();
-  if (tid < kRing && tid < nwin && cluster != 0) arm_window(sm, tid);
+  if (tid < kRing && tid < nwin && cluster > 0) arm_window(sm, tid);  // bulk copies only
   if (cluster > 1) cluster_sync(); else __syncthreads();  // every CTA armed before any copy lands
 }
 

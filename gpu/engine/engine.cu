@@ -380,7 +380,7 @@ void GpuEngine::set_up(const Batch& batch, const RunOptions& options) {
                 block_topk_in_registers(max_len_) && !(narrow != nullptr && std::string(narrow) == "0");
   if (narrow_own_) pick_keys_.resize(drows * kTopkBlocks);
   // Stores skipped only where every reader of the source's scores is the narrowed own top-k.
-  // On by default (runs 167-169: 1.8 ms less a step, every check passed); DSA_DENSE_SKIP=0 stores all.
+  // On by default (runs 167-170: 1.8 ms less a step, every check passed); DSA_DENSE_SKIP=0 stores all.
   const char* skip = std::getenv("DSA_DENSE_SKIP");
   skip_stores_ = narrow_own_ && use_wgmma_ && path_ == PathKind::sparse && !options.scores &&
                  !(skip != nullptr && std::string(skip) == "0");
